@@ -1,0 +1,78 @@
+"""``grasp-s2r`` command line: thin parsers that call library functions.
+
+Each sub-command lives in the module that owns its role and exposes ``add_arguments(parser)``
+and ``run(args) -> int``; modules are imported only when their command runs (``collect`` does
+not pay for importing torch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from grasp_s2r import __version__
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "collect": ("grasp_s2r.collect", "run the FSM expert and write a dataset of episodes"),
+    "train-vision": ("grasp_s2r.vision.cli_train", "train the segmentation network on sim-real composites"),
+    "eval-vision": ("grasp_s2r.vision.cli_eval", "pixel precision / recall of a segmentation checkpoint"),
+    "dagger": ("grasp_s2r.control.cli_dagger", "train the closed-loop controller with DAgger"),
+    "eval": ("grasp_s2r.control.cli_eval", "end-to-end success (RGB -> mask -> action) on named conditions"),
+    "pipeline": ("grasp_s2r.pipeline", "collect -> train-vision -> dagger -> eval on the small default"),
+}
+
+
+class UsageError(Exception):
+    """Bad user input: reported as one line on stderr, exit code 2."""
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grasp-s2r", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"grasp_s2r {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if only is None or only == name:
+            importlib.import_module(module).add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if a in COMMANDS), None)
+    parser = build_parser(only=command)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(COMMANDS[args.command][0])
+    try:
+        return int(module.run(args) or 0)
+    except UsageError as e:
+        print(f"grasp-s2r {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"grasp-s2r {args.command}: interrupted; completed work is kept, re-run to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""Episode datasets on disk: self-describing, versioned, written atomically, read lazily.
+
+Layout (documented for users in ``datasets/README.md``)::
+
+    DIR/meta.json                  format name + version, package version, config, feature schema
+    DIR/episode-000042/            one finished episode (the folder appears in one rename)
+        info.json                  seed, length, success, randomization params, ...
+        rgb.npy, sphere_mask.npy, ...   one .npy per feature, time first: (T, ...)
+    DIR/.tmp-episode-000042-*/     an episode being written; ignored by readers, removed on resume
+
+Arrays are plain ``.npy`` files opened with ``mmap_mode="r"``: a dataset larger than memory can be
+used for training, and nothing is read until an array is indexed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grasp_s2r import __version__
+
+FORMAT_NAME = "grasp_s2r.episodes"
+FORMAT_VERSION = 1
+META_FILE = "meta.json"
+_EPISODE_RE = re.compile(r"^episode-(\d{6})$")
+
+
+class DatasetError(Exception):
+    """A folder that is not a readable dataset of this format, or whose config differs."""
+
+
+def episode_dirname(index: int) -> str:
+    return f"episode-{index:06d}"
+
+
+def _write_json_atomic(path: Path, obj: Any) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def feature_schema(arrays: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    """``{name: {"dtype": ..., "shape": per-step shape}}`` of one episode's arrays."""
+    return {k: {"dtype": str(v.dtype), "shape": list(v.shape[1:])} for k, v in arrays.items()}
+
+
+def init_dataset(root: Path, config: dict[str, Any], features: dict[str, Any], kind: str) -> dict[str, Any]:
+    """Create ``root/meta.json``, or check that an existing dataset was made with the same config.
+
+    Raises :class:`DatasetError` (nothing written) when ``root`` holds another format, another
+    kind, or another config; resuming into a folder is only allowed for the same job.
+    """
+    root = Path(root)
+    meta = {
+        "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": kind,
+        "package_version": __version__, "config": config, "features": features,
+    }
+    if root.exists() and not root.is_dir():
+        raise DatasetError(f"{root} exists and is not a folder")
+    if root.exists() and any(root.iterdir()):
+        old = read_meta(root)
+        if old["kind"] != kind:
+            raise DatasetError(f"{root} holds a '{old['kind']}' dataset, not '{kind}'")
+        if json.loads(json.dumps(config)) != old["config"]:
+            diff = _config_diff(old["config"], json.loads(json.dumps(config)))
+            raise DatasetError(f"{root} was made with another config ({diff}); use a new --out folder")
+        return old
+    root.mkdir(parents=True, exist_ok=True)
+    _write_json_atomic(root / META_FILE, meta)
+    return meta
+
+
+def _config_diff(old: Any, new: Any, prefix: str = "") -> str:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in sorted(set(old) | set(new)):
+            if old.get(k) != new.get(k):
+                return _config_diff(old.get(k), new.get(k), f"{prefix}{k}.")
+    return f"{prefix.rstrip('.')}: {old!r} there, {new!r} now"
+
+
+def read_meta(root: Path) -> dict[str, Any]:
+    path = Path(root) / META_FILE
+    if not path.is_file():
+        raise DatasetError(f"{root} is not a grasp_s2r dataset (no {META_FILE})")
+    try:
+        meta = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path} is not valid JSON: {e}") from None
+    if meta.get("format") != FORMAT_NAME:
+        raise DatasetError(f"{root} holds format {meta.get('format')!r}, not {FORMAT_NAME!r}")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise DatasetError(
+            f"{root} has format version {meta.get('format_version')}, this grasp_s2r {__version__} reads "
+            f"version {FORMAT_VERSION}; re-create it with the 'grasp-s2r collect' command of this version"
+        )
+    return meta
+
+
+def write_episode(root: Path, index: int, arrays: Mapping[str, np.ndarray], info: dict[str, Any]) -> Path:
+    """Write one episode atomically: into a hidden temp folder, fsync'd, then one rename."""
+    root = Path(root)
+    final = root / episode_dirname(index)
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{final.name}-"))
+    try:
+        for name, arr in arrays.items():
+            with open(tmp / f"{name}.npy", "wb") as f:
+                np.save(f, np.ascontiguousarray(arr))
+                f.flush()
+                os.fsync(f.fileno())
+        with open(tmp / "info.json", "w") as f:
+            json.dump({"index": index, **info}, f, indent=2, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def remove_partial(root: Path) -> int:
+    """Delete folders of episodes that were in flight when a writer died; returns how many."""
+    partial = [p for p in Path(root).glob(".tmp-*")]
+    for p in partial:
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    return len(partial)
+
+
+def finished_indices(root: Path) -> list[int]:
+    out = []
+    for p in Path(root).iterdir() if Path(root).is_dir() else []:
+        m = _EPISODE_RE.match(p.name)
+        if m and p.is_dir():
+            out.append(int(m.group(1)))
+    return sorted(out)
+
+
+@dataclass
+class Episode:
+    """One episode; arrays are memory-mapped and loaded when indexed."""
+
+    path: Path
+    info: dict[str, Any]
+
+    def __getitem__(self, feature: str) -> np.ndarray:
+        f = self.path / f"{feature}.npy"
+        if not f.is_file():
+            raise KeyError(f"{self.path.name} has no feature {feature!r}")
+        return np.load(f, mmap_mode="r")
+
+    def __len__(self) -> int:
+        return int(self.info["length"])
+
+    def features(self) -> list[str]:
+        return sorted(p.stem for p in self.path.glob("*.npy"))
+
+
+class EpisodeDataset:
+    """Finished episodes of a dataset folder, in index order; half-written ones are never listed."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+        self.meta = read_meta(self.root)
+        self.indices = finished_indices(self.root)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def episode(self, i: int) -> Episode:
+        path = self.root / episode_dirname(self.indices[i])
+        return Episode(path=path, info=json.loads((path / "info.json").read_text()))
+
+    def __iter__(self) -> Iterator[Episode]:
+        return (self.episode(i) for i in range(len(self)))
+
+    def num_steps(self) -> int:
+        return sum(len(e) for e in self)
+
+    def success_rate(self) -> float:
+        return float(np.mean([e.info["success"] for e in self])) if len(self) else float("nan")
