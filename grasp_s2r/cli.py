@@ -27,6 +27,13 @@ class UsageError(Exception):
     """Bad user input: reported as one line on stderr, exit code 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Reports bad arguments as one line (with the command it belongs to) and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -48,9 +55,9 @@ def non_negative_int(text: str) -> int:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grasp-s2r", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="grasp-s2r", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"grasp_s2r {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if only is None or only == name:
@@ -74,5 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # run as `python -m grasp_s2r.cli`: use the package's module, not __main__'s copy
+    from grasp_s2r.cli import main as package_main
+
+    sys.exit(package_main())

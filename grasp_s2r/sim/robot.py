@@ -130,10 +130,14 @@ class Robot:
     def finger_gap_m(self) -> float:
         return float(self.finger_q_m().sum())
 
-    def touches(self, body: int) -> tuple[bool, bool]:
-        """Whether the (left, right) finger is in contact with ``body``."""
+    def touches(self, body: int, within_m: float = 0.001) -> tuple[bool, bool]:
+        """Whether the (left, right) finger is within ``within_m`` of ``body``.
+
+        Computed from the current geometry (``getClosestPoints``), not the contact cache of the
+        last physics step, so it is right straight after a reset or a state restore.
+        """
         return tuple(  # type: ignore[return-value]
-            len(pb.getContactPoints(self.uid, body, link, -1, physicsClientId=self.client)) > 0
+            len(pb.getClosestPoints(self.uid, body, within_m, linkIndexA=link, physicsClientId=self.client)) > 0
             for link in (FINGER_LEFT_LINK, FINGER_RIGHT_LINK)
         )
 

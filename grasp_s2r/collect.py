@@ -1,0 +1,222 @@
+"""``grasp-s2r collect``: run the FSM expert in K worker processes and write an episode dataset.
+
+Episode ``i`` uses seed ``seed + i``, so the dataset is the same whatever the number of workers and
+whichever episodes a re-run has to redo. Each worker process owns one PyBullet client and writes
+its episodes itself, atomically; a killed run is resumed by running the same command again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import multiprocessing as mp
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from grasp_s2r.data.episodes import (
+    DatasetError,
+    EpisodeDataset,
+    finished_indices,
+    init_dataset,
+    remove_partial,
+    write_episode,
+)
+from grasp_s2r.expert.fsm import Expert, ExpertConfig, Phase
+from grasp_s2r.sim.config import CameraConfig, EnvConfig, RandomizationConfig, SceneConfig
+from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES, GraspEnv
+from grasp_s2r.stats import format_rate
+
+DATASET_KIND = "expert-demonstrations"
+
+
+@dataclass(frozen=True)
+class CollectConfig:
+    """What ``grasp-s2r collect`` does; everything but ``episodes``/``workers``/``out`` is in meta.json."""
+
+    out: str = "runs/demos"
+    """Output dataset folder."""
+    episodes: int = 20
+    """Number of episodes (indices 0 .. episodes-1)."""
+    workers: int = 1
+    """Worker processes, each with its own PyBullet client."""
+    seed: int = 0
+    """Episode i uses seed ``seed + i``."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """Scene, camera and randomization."""
+    expert: ExpertConfig = field(default_factory=ExpertConfig)
+    """Expert thresholds."""
+
+    def dataset_config(self) -> dict[str, Any]:
+        """The part of the config that determines the episodes' content."""
+        return {"seed": self.seed, "env": self.env.to_dict(), "expert": dataclasses.asdict(self.expert)}
+
+
+@dataclass(frozen=True)
+class CollectSummary:
+    episodes: int
+    successes: int
+    steps: int
+    new_episodes: int
+    seconds: float
+    removed_partial: int
+
+    @property
+    def episodes_per_s(self) -> float:
+        return self.new_episodes / self.seconds if self.seconds > 0 else float("nan")
+
+
+def expert_features(env: EnvConfig) -> dict[str, dict[str, Any]]:
+    """Feature schema of an expert episode: per-step dtype and shape."""
+    hw = [env.camera.height_px, env.camera.width_px]
+    return {
+        "rgb": {"dtype": "uint8", "shape": [*hw, 3]},
+        "sphere_mask": {"dtype": "bool", "shape": hw},
+        "gripper_mask": {"dtype": "bool", "shape": hw},
+        "proprio": {"dtype": "float32", "shape": [len(PROPRIO_NAMES)], "names": list(PROPRIO_NAMES)},
+        "action": {"dtype": "float32", "shape": [ACTION_DIM]},
+        "phase": {"dtype": "int8", "shape": [], "names": [p.name for p in Phase]},
+        "state": {"dtype": "float64", "shape": [len(STATE_NAMES)], "names": list(STATE_NAMES)},
+    }
+
+
+def rollout_expert(env: GraspEnv, expert: Expert, seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """One expert episode; returns per-step arrays (time first) and the episode info."""
+    r = env.reset(seed)
+    steps: dict[str, list[np.ndarray]] = {k: [] for k in
+                                          ("rgb", "sphere_mask", "gripper_mask", "proprio", "action", "phase", "state")}
+    while not (r.terminated or r.truncated):
+        action, phase = expert.act(env.privileged())
+        for k, v in (("rgb", r.frame.rgb), ("sphere_mask", r.frame.sphere_mask), ("gripper_mask", r.frame.gripper_mask),
+                     ("proprio", r.proprio), ("action", action.astype(np.float32)), ("phase", np.int8(phase)),
+                     ("state", env.get_state())):
+            steps[k].append(v)
+        r = env.step(action)
+    arrays = {k: np.stack(v) for k, v in steps.items()}
+    info = {"seed": seed, "length": len(arrays["action"]), "success": bool(r.success),
+            "params": env.params.to_dict(), "final_sphere_pos_world_m": env.sphere_pos_world_m().tolist()}
+    return arrays, info
+
+
+# --- worker process: one env per process, created inside the process ----------------------------
+_worker: dict[str, Any] = {}
+
+
+def _init_worker(cfg: CollectConfig) -> None:
+    _worker["env"] = GraspEnv(cfg.env)
+    _worker["expert"] = Expert(cfg.env.scene, cfg.expert)
+    _worker["cfg"] = cfg
+
+
+def _run_episode(index: int) -> tuple[int, bool, int]:
+    cfg: CollectConfig = _worker["cfg"]
+    arrays, info = rollout_expert(_worker["env"], _worker["expert"], cfg.seed + index)
+    write_episode(Path(cfg.out), index, arrays, info)
+    return index, info["success"], info["length"]
+
+
+def collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
+    """Collect (or finish collecting) ``cfg.episodes`` expert episodes into ``cfg.out``."""
+    if cfg.episodes <= 0 or cfg.workers <= 0:
+        raise ValueError("episodes and workers must be positive")
+    root = Path(cfg.out)
+    init_dataset(root, cfg.dataset_config(), expert_features(cfg.env), DATASET_KIND)
+    removed = remove_partial(root)
+    done = set(finished_indices(root))
+    todo = [i for i in range(cfg.episodes) if i not in done]
+    t0 = time.perf_counter()
+    successes, steps, n_new = 0, 0, 0
+    bar = tqdm(total=cfg.episodes, initial=cfg.episodes - len(todo), unit="ep", desc="collect", disable=not progress)
+    if todo:
+        workers = min(cfg.workers, len(todo))
+        if workers == 1:
+            _init_worker(cfg)
+            results = map(_run_episode, todo)
+        else:
+            pool = mp.get_context("spawn").Pool(workers, initializer=_init_worker, initargs=(cfg,))
+            results = pool.imap_unordered(_run_episode, todo)
+        try:
+            for _, success, length in results:
+                n_new += 1
+                successes += success
+                steps += length
+                bar.update(1)
+                bar.set_postfix_str(f"success {successes / n_new:.0%}")
+        finally:
+            if workers > 1:
+                pool.terminate()
+                pool.join()
+            _worker.clear()
+    bar.close()
+    seconds = time.perf_counter() - t0
+    ds = EpisodeDataset(root)
+    all_steps = ds.num_steps()
+    n_success = sum(int(e.info["success"]) for e in ds)
+    return CollectSummary(episodes=len(ds), successes=n_success, steps=all_steps, new_episodes=n_new,
+                          seconds=seconds, removed_partial=removed)
+
+
+# --- CLI ------------------------------------------------------------------------------------------
+def add_env_arguments(p: argparse.ArgumentParser) -> None:
+    """Options that build an :class:`EnvConfig`; shared by every command that makes an env."""
+    from grasp_s2r.cli import positive_int
+
+    g = p.add_argument_group("scene and camera")
+    g.add_argument("--resolution", type=positive_int, default=CameraConfig.width_px, metavar="PX",
+                   help="square wrist-camera image size in pixels (default %(default)s)")
+    g.add_argument("--fov", type=float, default=CameraConfig.fov_deg, metavar="DEG",
+                   help="vertical field of view (default %(default)s)")
+    g.add_argument("--sphere-diameter", type=float, default=SceneConfig.sphere_diameter_m, metavar="M",
+                   help="target sphere diameter in metres (default %(default)s)")
+    g.add_argument("--max-steps", type=positive_int, default=SceneConfig.max_episode_steps,
+                   help="step budget of an episode (default %(default)s)")
+    g.add_argument("--no-randomization", action="store_true",
+                   help="nominal colours, light and camera mount (domain randomization off)")
+
+
+def env_config_from_args(args: argparse.Namespace) -> EnvConfig:
+    from grasp_s2r.cli import UsageError
+
+    try:
+        cam = CameraConfig(width_px=args.resolution, height_px=args.resolution, fov_deg=args.fov)
+        scene = SceneConfig(sphere_diameter_m=args.sphere_diameter, max_episode_steps=args.max_steps)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    rand = RandomizationConfig()
+    if args.no_randomization:
+        rand = RandomizationConfig(sphere_color=False, table_texture=False, light_direction=False,
+                                   camera_jitter_m=0.0, camera_jitter_deg=0.0, arm_start_jitter_m=0.0)
+    return EnvConfig(camera=cam, scene=scene, randomization=rand)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from grasp_s2r.cli import non_negative_int, positive_int
+
+    p.add_argument("--episodes", type=positive_int, default=CollectConfig.episodes, help="default %(default)s")
+    p.add_argument("--out", required=True, help="dataset folder (created, or resumed if it holds this same job)")
+    p.add_argument("--workers", type=positive_int, default=1, help="worker processes (default %(default)s)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="episode i uses seed SEED+i (default %(default)s)")
+    add_env_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from grasp_s2r.cli import UsageError
+
+    cfg = CollectConfig(out=args.out, episodes=args.episodes, workers=args.workers, seed=args.seed,
+                        env=env_config_from_args(args))
+    try:
+        s = collect(cfg)
+    except DatasetError as e:
+        raise UsageError(str(e)) from None
+    print(f"dataset     {Path(cfg.out).resolve()}")
+    print(f"episodes    {s.episodes} ({s.new_episodes} new this run"
+          + (f", {s.removed_partial} half-written removed" if s.removed_partial else "") + ")")
+    print(f"success     {format_rate(s.successes, s.episodes)}")
+    print(f"steps       {s.steps} (mean {s.steps / max(s.episodes, 1):.1f} per episode)")
+    if s.new_episodes:
+        print(f"speed       {s.episodes_per_s:.2f} episodes/s with {cfg.workers} worker(s), {s.seconds:.1f} s")
+    return 0
