@@ -1,0 +1,72 @@
+"""Photometric and geometric augmentation of a composite, applied to image and mask together (albumentations)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import albumentations as A
+import cv2
+import numpy as np
+
+
+@dataclass(frozen=True)
+class AugmentConfig:
+    """Augmentation of composites; each ``*_prob`` is the probability that the transform is applied."""
+
+    color_jitter_prob: float = 0.8
+    """Brightness / contrast / saturation / hue jitter."""
+    brightness: float = 0.35
+    """Max relative brightness change."""
+    contrast: float = 0.35
+    """Max relative contrast change."""
+    saturation: float = 0.4
+    """Max relative saturation change."""
+    hue: float = 0.05
+    """Max hue shift (fraction of the colour circle)."""
+    noise_prob: float = 0.4
+    """Additive Gaussian sensor noise."""
+    noise_std: tuple[float, float] = (0.01, 0.06)
+    """Range of the noise standard deviation, as a fraction of the full range."""
+    blur_prob: float = 0.3
+    """Gaussian or motion blur (defocus, moving camera)."""
+    jpeg_prob: float = 0.4
+    """JPEG compression artefacts."""
+    jpeg_quality: tuple[int, int] = (30, 95)
+    """Range of the JPEG quality."""
+    affine_prob: float = 0.5
+    """Small affine warp of image and mask together."""
+    affine_scale: tuple[float, float] = (0.9, 1.1)
+    """Range of the affine scale."""
+    affine_rotate_deg: float = 8.0
+    """Max absolute affine rotation."""
+    affine_translate: float = 0.06
+    """Max absolute affine translation, as a fraction of the image size."""
+
+
+def build_augment(cfg: AugmentConfig) -> A.Compose:
+    """The albumentations pipeline for ``cfg``; reseed it per sample with ``set_random_seed``."""
+    return A.Compose([
+        A.Affine(scale=cfg.affine_scale, rotate=(-cfg.affine_rotate_deg, cfg.affine_rotate_deg),
+                 translate_percent=(-cfg.affine_translate, cfg.affine_translate), interpolation=cv2.INTER_LINEAR,
+                 mask_interpolation=cv2.INTER_NEAREST, border_mode=cv2.BORDER_REFLECT_101, p=cfg.affine_prob),
+        A.ColorJitter(brightness=cfg.brightness, contrast=cfg.contrast, saturation=cfg.saturation, hue=cfg.hue,
+                      p=cfg.color_jitter_prob),
+        A.OneOf([A.GaussianBlur(blur_limit=(3, 3), sigma_limit=(0.3, 0.9)), A.MotionBlur(blur_limit=(3, 3))],
+                p=cfg.blur_prob),
+        A.GaussNoise(std_range=cfg.noise_std, p=cfg.noise_prob),
+        A.ImageCompression(quality_range=cfg.jpeg_quality, p=cfg.jpeg_prob),
+    ], seed=0)
+
+
+class Augmenter:
+    """Applies :func:`build_augment` reproducibly: the same seed gives the same image and mask."""
+
+    def __init__(self, cfg: AugmentConfig):
+        self.cfg = cfg
+        self._pipeline = build_augment(cfg)
+
+    def __call__(self, rgb_uint8: np.ndarray, mask: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(uint8 (H, W, 3), bool (H, W)) -> the same, augmented; the mask follows every geometric change."""
+        self._pipeline.set_random_seed(int(seed))
+        out = self._pipeline(image=rgb_uint8, mask=mask.astype(np.uint8))
+        return out["image"], out["mask"].astype(bool)

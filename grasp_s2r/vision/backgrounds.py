@@ -1,0 +1,137 @@
+"""Real background photographs, split by photo into training and held-out sets, and random crops of them.
+
+The embedded default is the set of real photographs that ship inside scikit-image (no download);
+``directory`` points at a user's own photos instead (png / jpg / jpeg / bmp / tif / webp, any size).
+A photo is in exactly one split, so held-out evaluation never sees a training photo.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+SPLITS = ("train", "heldout")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
+"""File types accepted as user backgrounds (case-insensitive)."""
+EMBEDDED_SOURCE = "skimage.data"
+EMBEDDED_TRAIN = (
+    "astronaut", "chelsea", "rocket", "grass", "brick", "hubble_deep_field", "immunohistochemistry",
+    "coins", "moon", "page", "text", "retina", "clock", "cell",
+)
+"""scikit-image photos used for training. (``cat`` is the same photo as ``chelsea``: not used.)"""
+EMBEDDED_HELDOUT = ("coffee", "gravel", "stereo_motorcycle", "camera")
+"""scikit-image photos used only for held-out evaluation."""
+MAX_PHOTO_SIDE_PX = 512
+"""Photos are downscaled at load so that their longer side is at most this."""
+HELDOUT_EVERY = 5
+"""User photos: about one in this many (chosen by a hash of the file name) is held out."""
+
+
+class BackgroundError(ValueError):
+    """A backgrounds folder that cannot be used (missing, no images, unreadable image)."""
+
+
+def _as_rgb_uint8(img: np.ndarray) -> np.ndarray:
+    """Any skimage/opencv image -> uint8 (H, W, 3), longer side at most MAX_PHOTO_SIDE_PX."""
+    img = np.asarray(img)
+    if img.dtype != np.uint8:
+        img = (np.clip(img.astype(np.float64) / max(float(img.max()), 1e-9), 0, 1) * 255).astype(np.uint8)
+    if img.ndim == 2:
+        img = np.repeat(img[:, :, None], 3, axis=2)
+    img = img[:, :, :3]
+    scale = MAX_PHOTO_SIDE_PX / max(img.shape[:2])
+    if scale < 1.0:
+        img = cv2.resize(img, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    return np.ascontiguousarray(img)
+
+
+def _embedded_photo(name: str) -> np.ndarray:
+    import skimage.data
+
+    img = getattr(skimage.data, name)()
+    if isinstance(img, tuple):  # stereo pairs: the left image only (the right one is a near-duplicate)
+        img = img[0]
+    return _as_rgb_uint8(img)
+
+
+def _is_heldout_file(name: str) -> bool:
+    return int(hashlib.sha1(name.encode()).hexdigest(), 16) % HELDOUT_EVERY == 0
+
+
+def _user_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        raise BackgroundError(f"backgrounds folder {directory} does not exist")
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    if len(files) < 2:
+        raise BackgroundError(
+            f"backgrounds folder {directory} needs at least 2 images ({', '.join(IMAGE_SUFFIXES)}), found {len(files)}"
+        )
+    return files
+
+
+def split_names(directory: Path | None = None) -> dict[str, list[str]]:
+    """The photo-level split, ``{"source": [..], "train": [names], "heldout": [names]}``, recorded in checkpoints.
+
+    User folders: a photo is held out when a hash of its file name says so (stable when photos are
+    added); the first file (sorted) moves over if a split would otherwise be empty.
+    """
+    if directory is None:
+        return {"source": [EMBEDDED_SOURCE], "train": list(EMBEDDED_TRAIN), "heldout": list(EMBEDDED_HELDOUT)}
+    names = [p.name for p in _user_files(Path(directory))]
+    heldout = [n for n in names if _is_heldout_file(n)]
+    train = [n for n in names if not _is_heldout_file(n)]
+    if not heldout:
+        heldout, train = train[:1], train[1:]
+    elif not train:
+        train, heldout = heldout[:1], heldout[1:]
+    return {"source": [str(Path(directory).resolve())], "train": train, "heldout": heldout}
+
+
+def _load_user_photo(path: Path) -> np.ndarray:
+    bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise BackgroundError(f"cannot read background image {path} (corrupt or unsupported format)")
+    return _as_rgb_uint8(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+
+
+def load_backgrounds(split: str, directory: Path | None = None) -> list[np.ndarray]:
+    """The photos of one split (``"train"`` or ``"heldout"``), each uint8 (H, W, 3), in :func:`split_names` order."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    names = split_names(directory)[split]
+    load: Callable[[str], np.ndarray]
+    if directory is None:
+        load = _embedded_photo
+    else:
+        def load(name: str) -> np.ndarray:
+            return _load_user_photo(Path(directory) / name)
+    return [load(n) for n in names]
+
+
+def random_crop(photo_rgb: np.ndarray, out_hw: tuple[int, int], rng: np.random.Generator,
+                min_scale: float = 0.08, max_scale: float = 0.9) -> np.ndarray:
+    """A random crop of ``photo_rgb`` (H, W, 3) resized to ``out_hw``: random scale, aspect, flips, 90 deg turns.
+
+    ``min_scale`` / ``max_scale``: the crop's side as a fraction of the photo's shorter side.
+    Returns uint8 (out_h, out_w, 3).
+    """
+    h, w = photo_rgb.shape[:2]
+    side = rng.uniform(min_scale, max_scale) * min(h, w)
+    aspect = np.exp(rng.uniform(-0.3, 0.3))
+    ch = int(np.clip(round(side * aspect), 4, h))
+    cw = int(np.clip(round(side / aspect), 4, w))
+    y0 = int(rng.integers(0, h - ch + 1))
+    x0 = int(rng.integers(0, w - cw + 1))
+    crop = photo_rgb[y0:y0 + ch, x0:x0 + cw]
+    if rng.random() < 0.5:
+        crop = crop[:, ::-1]
+    if rng.random() < 0.5:
+        crop = crop[::-1]
+    crop = np.rot90(crop, k=int(rng.integers(0, 4)))
+    out_h, out_w = out_hw
+    interp = cv2.INTER_AREA if crop.shape[0] > out_h else cv2.INTER_LINEAR
+    return cv2.resize(np.ascontiguousarray(crop), (out_w, out_h), interpolation=interp)

@@ -1,0 +1,78 @@
+"""Sim-real composition: paste the simulated sphere and gripper fingers of a wrist frame onto a real photo.
+
+Soft alpha edges (the object's rim pixels are part object, part photo: no hard cut-out, no halo of
+sim table) and an optional soft shadow, so that the sphere is not separable by its border alone. The label is the renderer's ground-truth sphere mask, unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from grasp_s2r.sim.camera import Frame
+
+
+@dataclass(frozen=True)
+class CompositeConfig:
+    """How sim pixels are blended onto a background."""
+
+    edge_sigma_px: tuple[float, float] = (0.3, 0.8)
+    """Range of the Gaussian sigma that softens the alpha edge of pasted pixels."""
+    shadow_prob: float = 0.5
+    """Probability of a soft shadow under the pasted pixels."""
+    shadow_strength: tuple[float, float] = (0.15, 0.5)
+    """Range of the fraction by which the shadow darkens the background."""
+    shadow_offset_px: float = 3.0
+    """Largest shift of the shadow relative to the object, per axis."""
+    shadow_sigma_px: tuple[float, float] = (1.0, 3.0)
+    """Range of the blur of the shadow."""
+    paste_gripper: bool = True
+    """Paste the gripper fingers too (they are in view on the real robot)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.shadow_prob <= 1.0:
+            raise ValueError(f"shadow_prob must be in [0, 1], got {self.shadow_prob}")
+        if self.edge_sigma_px[0] < 0 or self.edge_sigma_px[1] < self.edge_sigma_px[0]:
+            raise ValueError(f"edge_sigma_px must be an increasing non-negative range, got {self.edge_sigma_px}")
+
+
+def _blur(a: np.ndarray, sigma: float) -> np.ndarray:
+    if sigma <= 0.05:
+        return a
+    return cv2.GaussianBlur(a, (0, 0), sigmaX=sigma, sigmaY=sigma, borderType=cv2.BORDER_REPLICATE)
+
+
+def _fit_background(background_rgb: np.ndarray, hw: tuple[int, int]) -> np.ndarray:
+    if background_rgb.shape[:2] == hw:
+        return background_rgb
+    h, w = hw
+    interp = cv2.INTER_AREA if background_rgb.shape[0] > h else cv2.INTER_LINEAR
+    return cv2.resize(background_rgb, (w, h), interpolation=interp)
+
+
+def composite_frame(
+    frame: Frame, background_rgb: np.ndarray, rng: np.random.Generator, config: CompositeConfig | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Paste the sphere (and gripper) pixels of ``frame`` onto ``background_rgb``.
+
+    ``background_rgb``: uint8 (h, w, 3), resized to the frame size if it differs.
+    Returns (rgb uint8 (H, W, 3), sphere mask bool (H, W)); the mask is ``frame.sphere_mask``.
+    """
+    cfg = config or CompositeConfig()
+    hw = frame.rgb.shape[:2]
+    bg = _fit_background(np.asarray(background_rgb), hw).astype(np.float32)
+    paste = frame.sphere_mask | frame.gripper_mask if cfg.paste_gripper else frame.sphere_mask
+    hard = paste.astype(np.float32)
+    if rng.random() < cfg.shadow_prob and paste.any():
+        dx, dy = rng.uniform(-cfg.shadow_offset_px, cfg.shadow_offset_px, size=2)
+        shift = np.float32([[1, 0, dx], [0, 1, dy]])
+        shadow = cv2.warpAffine(hard, shift, (hw[1], hw[0]), flags=cv2.INTER_LINEAR, borderValue=0.0)
+        shadow = _blur(shadow, float(rng.uniform(*cfg.shadow_sigma_px)))
+        bg *= (1.0 - float(rng.uniform(*cfg.shadow_strength)) * shadow)[:, :, None]
+    alpha = _blur(hard, float(rng.uniform(*cfg.edge_sigma_px)))
+    # blend only the object's own rim pixels: pixels outside it hold the sim table, which must not leak
+    alpha = (alpha * hard)[:, :, None]
+    out = alpha * frame.rgb.astype(np.float32) + (1.0 - alpha) * bg
+    return np.clip(out + 0.5, 0, 255).astype(np.uint8), frame.sphere_mask.copy()

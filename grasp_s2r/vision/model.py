@@ -1,0 +1,83 @@
+"""Segmentation networks, built by name: a compact U-Net and torchvision's LR-ASPP (no pretrained weights).
+
+Every network maps a normalized image float (N, 3, H, W) to logits float (N, 1, H, W) at the input
+resolution; ``H`` and ``W`` must be multiples of 8.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+ARCHITECTURES = ("unet", "lraspp")
+"""Names accepted by :func:`build_model`."""
+_MEAN_RGB = (0.485, 0.456, 0.406)
+_STD_RGB = (0.229, 0.224, 0.225)
+
+
+def to_input_tensor(rgb_uint8: np.ndarray) -> torch.Tensor:
+    """uint8 (N, H, W, 3) -> normalized float32 (N, 3, H, W) on the CPU."""
+    x = torch.from_numpy(np.ascontiguousarray(rgb_uint8)).permute(0, 3, 1, 2).float().div_(255.0)
+    mean = torch.tensor(_MEAN_RGB).view(1, 3, 1, 1)
+    std = torch.tensor(_STD_RGB).view(1, 3, 1, 1)
+    return (x - mean) / std
+
+
+def _conv_block(c_in: int, c_out: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True),
+        nn.Conv2d(c_out, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True),
+    )
+
+
+class UNet(nn.Module):
+    """Compact U-Net: ``depth`` 2x poolings, ``width`` channels at full resolution, doubling per level."""
+
+    def __init__(self, width: int = 16, depth: int = 3):
+        super().__init__()
+        chans = [width * 2**i for i in range(depth + 1)]
+        self.down = nn.ModuleList([_conv_block(3, chans[0])])
+        self.down.extend(_conv_block(chans[i], chans[i + 1]) for i in range(depth))
+        self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
+        self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i]) for i in reversed(range(depth)))
+        self.head = nn.Conv2d(chans[0], 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        skips = []
+        for i, block in enumerate(self.down):
+            x = block(x if i == 0 else F.max_pool2d(x, 2))
+            skips.append(x)
+        skips.pop()
+        for up, fuse in zip(self.up, self.fuse):
+            x = fuse(torch.cat([up(x), skips.pop()], dim=1))
+        return self.head(x)
+
+
+class LRASPP(nn.Module):
+    """torchvision LR-ASPP with a MobileNetV3-Large backbone, randomly initialised, one output class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from torchvision.models.segmentation import lraspp_mobilenet_v3_large
+
+        self.net = lraspp_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)["out"]
+
+
+def build_model(architecture: str, **kwargs: Any) -> nn.Module:
+    """A fresh network by name (one of :data:`ARCHITECTURES`); ``kwargs`` go to its constructor."""
+    if architecture == "unet":
+        return UNet(**kwargs)
+    if architecture == "lraspp":
+        return LRASPP(**kwargs)
+    raise ValueError(f"unknown architecture {architecture!r}; choose one of {', '.join(ARCHITECTURES)}")
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
