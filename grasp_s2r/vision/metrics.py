@@ -1,0 +1,113 @@
+"""Pixel metrics of predicted masks: precision, recall, IoU, F1 (micro and per image) and per-image detection.
+
+Definitions (``TP``, ``FP``, ``FN`` count pixels):
+
+- micro: counts summed over all images, then precision = TP / (TP + FP), recall = TP / (TP + FN),
+  IoU = TP / (TP + FP + FN), F1 = 2 TP / (2 TP + FP + FN); undefined (NaN) when the denominator is 0.
+- mean per image: each metric averaged over the images where it is defined (precision needs a
+  predicted pixel, recall a target pixel, IoU and F1 either).
+- detection: ``found_rate`` = share of target images where at least ``min_detection_px`` predicted
+  pixels overlap the target; ``false_detection_rate`` = share of target-free images with at least
+  ``min_detection_px`` predicted pixels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class PixelCounts:
+    """Per-image confusion counts, each int64 (N,)."""
+
+    tp: np.ndarray
+    """Predicted and target."""
+    fp: np.ndarray
+    """Predicted, not target."""
+    fn: np.ndarray
+    """Target, not predicted."""
+    pred_px: np.ndarray
+    """Predicted pixels (TP + FP)."""
+    target_px: np.ndarray
+    """Target pixels (TP + FN)."""
+
+
+def confusion_counts(pred: np.ndarray, target: np.ndarray) -> PixelCounts:
+    """Counts of bool masks ``pred`` and ``target``, both (N, H, W) or (H, W)."""
+    pred = np.asarray(pred, dtype=bool)
+    target = np.asarray(target, dtype=bool)
+    if pred.shape != target.shape:
+        raise ValueError(f"pred and target shapes differ: {pred.shape} vs {target.shape}")
+    if pred.ndim == 2:
+        pred, target = pred[None], target[None]
+    axes = (1, 2)
+    tp = (pred & target).sum(axes, dtype=np.int64)
+    fp = (pred & ~target).sum(axes, dtype=np.int64)
+    fn = (~pred & target).sum(axes, dtype=np.int64)
+    return PixelCounts(tp=tp, fp=fp, fn=fn, pred_px=tp + fp, target_px=tp + fn)
+
+
+def _ratio(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _nanmean(x: np.ndarray) -> float:
+    return float(np.mean(x[~np.isnan(x)])) if np.any(~np.isnan(x)) else float("nan")
+
+
+def summarize(counts: PixelCounts, min_detection_px: int = 1) -> dict[str, float | int]:
+    """All metrics of the module docstring as a flat dict (floats; NaN where undefined)."""
+    tp, fp, fn = counts.tp, counts.fp, counts.fn
+    TP, FP, FN = int(tp.sum()), int(fp.sum()), int(fn.sum())
+    has_target = counts.target_px > 0
+    found = tp >= min_detection_px
+    false_det = counts.pred_px >= min_detection_px
+    return {
+        "images": len(tp),
+        "target_images": int(has_target.sum()),
+        "empty_images": int((~has_target).sum()),
+        "precision": float(_ratio(TP, TP + FP)),
+        "recall": float(_ratio(TP, TP + FN)),
+        "iou": float(_ratio(TP, TP + FP + FN)),
+        "f1": float(_ratio(2 * TP, 2 * TP + FP + FN)),
+        "mean_precision": _nanmean(_ratio(tp, tp + fp)),
+        "mean_recall": _nanmean(_ratio(tp, tp + fn)),
+        "mean_iou": _nanmean(_ratio(tp, tp + fp + fn)),
+        "mean_f1": _nanmean(_ratio(2 * tp, 2 * tp + fp + fn)),
+        "found_rate": float(found[has_target].mean()) if has_target.any() else float("nan"),
+        "false_detection_rate": float(false_det[~has_target].mean()) if (~has_target).any() else float("nan"),
+        "tp_px": TP,
+        "fp_px": FP,
+        "fn_px": FN,
+    }
+
+
+def pixel_metrics(pred: np.ndarray, target: np.ndarray, min_detection_px: int = 1) -> dict[str, float | int]:
+    """:func:`summarize` of :func:`confusion_counts`; masks bool (N, H, W)."""
+    return summarize(confusion_counts(pred, target), min_detection_px)
+
+
+TABLE_ROWS = (
+    ("precision", "pixel precision TP/(TP+FP), micro"),
+    ("recall", "pixel recall TP/(TP+FN), micro"),
+    ("iou", "IoU, micro"),
+    ("f1", "F1, micro"),
+    ("mean_precision", "precision, mean per image"),
+    ("mean_recall", "recall, mean per image"),
+    ("mean_iou", "IoU, mean per image"),
+    ("mean_f1", "F1, mean per image"),
+    ("found_rate", "target images: sphere found"),
+    ("false_detection_rate", "target-free images: false detection"),
+)
+
+
+def format_table(metrics: dict[str, float | int], title: str) -> str:
+    """A plain-text table of the metrics for the terminal."""
+    counts = f"{metrics['images']} ({metrics['target_images']} with a target, {metrics['empty_images']} without)"
+    lines = [title, f"  images: {counts}"]
+    lines += [f"  {label:<40} {float(metrics[key]):7.4f}" for key, label in TABLE_ROWS]
+    return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""A trained segmentation network behind one call: RGB wrist images -> sphere masks.
+
+Checkpoint format (a ``torch.save``'d dict, readable with ``weights_only=True``)::
+
+    format          "grasp_s2r.segmenter"
+    format_version  1
+    architecture    "unet" | "lraspp";  arch_kwargs: constructor arguments
+    input_hw        [H, W] the network was trained at
+    background_split {"source": [...], "train": [photo names], "heldout": [photo names]}
+    config          the training config (TrainConfig + DataConfig + EnvConfig as dicts)
+    state_dict      the network weights
+    step            optimizer steps done;  history: training-curve rows
+    optimizer       (only in ``checkpoint-latest.pt`` of a run: what ``--resume`` needs)
+"""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from grasp_s2r.vision.model import build_model, to_input_tensor
+
+FORMAT_NAME = "grasp_s2r.segmenter"
+FORMAT_VERSION = 1
+THRESHOLD = 0.5
+"""A pixel is the sphere where the predicted probability exceeds this."""
+_LOAD_ERRORS = (RuntimeError, OSError, EOFError, ValueError, KeyError, AttributeError, pickle.UnpicklingError,
+                zipfile.BadZipFile)
+"""What ``torch.load`` raises for truncated, corrupt or foreign files."""
+_REQUIRED_KEYS = ("format", "format_version", "architecture", "arch_kwargs", "input_hw", "background_split",
+                  "config", "state_dict")
+
+
+class CheckpointError(ValueError):
+    """A file that is not a usable segmenter checkpoint (missing, corrupt, other format or version)."""
+
+
+def default_device() -> torch.device:
+    """CUDA when present, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def default_checkpoint_path() -> Path:
+    """The small checkpoint shipped inside the package (64x64 px, embedded default backgrounds)."""
+    return Path(str(resources.files("grasp_s2r") / "weights" / "segmenter_64px.pt"))
+
+
+def make_checkpoint(model: nn.Module, *, architecture: str, arch_kwargs: dict[str, Any], input_hw: tuple[int, int],
+                    background_split: dict[str, list[str]], config: dict[str, Any], step: int,
+                    history: list[dict[str, float]], optimizer: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The checkpoint dict of the module docstring (weights copied to the CPU)."""
+    ckpt: dict[str, Any] = {
+        "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "architecture": architecture,
+        "arch_kwargs": dict(arch_kwargs), "input_hw": [int(input_hw[0]), int(input_hw[1])],
+        "background_split": background_split, "config": config, "step": int(step), "history": list(history),
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+    }
+    if optimizer is not None:
+        ckpt["optimizer"] = optimizer
+    return ckpt
+
+
+def read_checkpoint(path: Path | str) -> dict[str, Any]:
+    """Load and check a checkpoint dict; raises :class:`CheckpointError` with one clear line."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except _LOAD_ERRORS as e:
+        raise CheckpointError(f"checkpoint {path} is unreadable or corrupt ({type(e).__name__})") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT_NAME:
+        raise CheckpointError(f"{path} is not a {FORMAT_NAME} checkpoint")
+    if ckpt.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(
+            f"{path} has {FORMAT_NAME} format_version {ckpt.get('format_version')}, this version reads "
+            f"{FORMAT_VERSION}: retrain it with `grasp-s2r train-vision`"
+        )
+    missing = [k for k in _REQUIRED_KEYS if k not in ckpt]
+    if missing:
+        raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
+    return ckpt
+
+
+class Segmenter:
+    """RGB -> sphere mask with a trained network; one batched forward pass per call on ``self.device``."""
+
+    def __init__(self, model: nn.Module, *, input_hw: tuple[int, int], config: dict[str, Any],
+                 device: torch.device | None = None):
+        self.device = device or default_device()
+        self.model = model.to(self.device).eval()
+        self.input_hw = (int(input_hw[0]), int(input_hw[1]))
+        self.config = config
+        """The checkpoint's metadata: architecture, arch_kwargs, input_hw, background_split, config, step."""
+
+    @classmethod
+    def load(cls, path: Path | str, device: torch.device | str | None = None) -> Segmenter:
+        """A segmenter from a checkpoint file; raises :class:`CheckpointError` for unusable files."""
+        ckpt = read_checkpoint(path)
+        try:
+            model = build_model(ckpt["architecture"], **ckpt["arch_kwargs"])
+            model.load_state_dict(ckpt["state_dict"])
+        except (ValueError, TypeError, RuntimeError) as e:
+            raise CheckpointError(f"checkpoint {path} does not match its architecture: {str(e).splitlines()[0]}")
+        meta = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer")}
+        return cls(model, input_hw=tuple(ckpt["input_hw"]), config=meta,
+                   device=torch.device(device) if device is not None else None)
+
+    @torch.inference_mode()
+    def predict_proba(self, rgb_uint8: np.ndarray) -> np.ndarray:
+        """uint8 (N, H, W, 3) -> sphere probability float32 (N, H, W); any H, W (resized to ``input_hw``)."""
+        rgb = np.asarray(rgb_uint8)
+        if rgb.dtype != np.uint8 or rgb.ndim != 4 or rgb.shape[-1] != 3:
+            raise ValueError(f"expected uint8 (N, H, W, 3), got {rgb.dtype} {rgb.shape}")
+        hw = rgb.shape[1:3]
+        if hw != self.input_hw:
+            h, w = self.input_hw
+            interp = cv2.INTER_AREA if hw[0] > h else cv2.INTER_LINEAR
+            rgb = np.stack([cv2.resize(im, (w, h), interpolation=interp) for im in rgb])
+        x = to_input_tensor(rgb).to(self.device, non_blocking=True)
+        logits = self.model(x)
+        if hw != self.input_hw:
+            logits = F.interpolate(logits, size=hw, mode="bilinear", align_corners=False)
+        return torch.sigmoid(logits[:, 0]).float().cpu().numpy()
+
+    def predict(self, rgb_uint8: np.ndarray) -> np.ndarray:
+        """uint8 (N, H, W, 3) -> bool (N, H, W), or (H, W, 3) -> (H, W)."""
+        rgb = np.asarray(rgb_uint8)
+        single = rgb.ndim == 3
+        mask = self.predict_proba(rgb[None] if single else rgb) > THRESHOLD
+        return mask[0] if single else mask

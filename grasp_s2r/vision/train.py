@@ -1,0 +1,250 @@
+"""Training of the segmentation network on composites made on the fly; resumable.
+
+Run folder layout::
+
+    OUT/config.json            TrainConfig + DataConfig + EnvConfig + background split (format_version)
+    OUT/checkpoint-latest.pt   weights + optimizer, written atomically every ``checkpoint_every`` steps
+    OUT/model.pt               final weights (the file ``eval-vision --model`` and the controller load)
+    OUT/curve.csv, curve.png   training loss and validation precision / recall / IoU per step
+    OUT/composites.png         the first training composites with their masks, to look at
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
+from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
+from grasp_s2r.vision.metrics import pixel_metrics
+from grasp_s2r.vision.model import ARCHITECTURES, build_model, count_parameters, to_input_tensor
+from grasp_s2r.vision.overlays import save_composite_grid, save_training_curve
+from grasp_s2r.vision.segmenter import (
+    THRESHOLD,
+    CheckpointError,
+    default_device,
+    make_checkpoint,
+    read_checkpoint,
+)
+
+RUN_FORMAT_VERSION = 1
+CURVE_FIELDS = ("step", "elapsed_s", "lr", "train_loss", "val_precision", "val_recall", "val_iou")
+
+
+class TrainError(ValueError):
+    """A training run that cannot start (existing run without --resume, changed config, bad options)."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One ``train-vision`` run; saved in ``config.json`` and in every checkpoint."""
+
+    architecture: str = "unet"
+    """Network name (see ``model.ARCHITECTURES``)."""
+    width: int = 12
+    """U-Net channels at full resolution (ignored by other architectures)."""
+    depth: int = 3
+    """U-Net poolings (ignored by other architectures)."""
+    image_size_px: int = 64
+    """Square input resolution = wrist camera resolution of the rendered views."""
+    steps: int = 3000
+    """Optimizer steps in total (a resumed run continues up to this)."""
+    batch_size: int = 32
+    """Composites per step."""
+    lr: float = 3e-3
+    """Peak learning rate (AdamW; linear warm-up, then cosine decay to 5 %)."""
+    warmup_steps: int = 100
+    """Linear warm-up of the learning rate."""
+    weight_decay: float = 1e-4
+    """AdamW weight decay."""
+    dice_weight: float = 1.0
+    """Weight of the soft Dice loss (the target covers 0-20 % of the image) added to the BCE."""
+    seed: int = 0
+    """Seed of the initial weights and of every composite (train and validation streams)."""
+    val_every: int = 250
+    """Validate and write the curve every this many steps."""
+    val_images: int = 256
+    """Validation composites (training photos, episode seeds disjoint from training)."""
+    checkpoint_every: int = 250
+    """Write ``checkpoint-latest.pt`` every this many steps."""
+    workers: int = 0
+    """DataLoader worker processes (spawned; each renders with its own PyBullet client); 0 = in-process."""
+    data: DataConfig = field(default_factory=DataConfig)
+    """How composites are made."""
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise TrainError(f"architecture must be one of {', '.join(ARCHITECTURES)}, got {self.architecture!r}")
+        if self.image_size_px % 8 or self.image_size_px < 16:
+            raise TrainError(f"image size must be a multiple of 8 and at least 16, got {self.image_size_px}")
+
+    @property
+    def arch_kwargs(self) -> dict[str, Any]:
+        return {"width": self.width, "depth": self.depth} if self.architecture == "unet" else {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: float) -> torch.Tensor:
+    """BCE + ``dice_weight`` x soft Dice over the batch; logits and target float (N, 1, H, W)."""
+    bce = F.binary_cross_entropy_with_logits(logits, target)
+    p = torch.sigmoid(logits)
+    dice = 1.0 - (2.0 * (p * target).sum() + 1.0) / (p.sum() + target.sum() + 1.0)
+    return bce + dice_weight * dice
+
+
+def _lr_factor(step: int, cfg: TrainConfig) -> float:
+    if step < cfg.warmup_steps:
+        return (step + 1) / cfg.warmup_steps
+    t = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+    return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(t, 1.0)))
+
+
+@torch.inference_mode()
+def predict_masks(model: torch.nn.Module, images: np.ndarray, device: torch.device, batch_size: int = 128) -> np.ndarray:
+    """uint8 (N, H, W, 3) -> bool (N, H, W) with ``model`` in eval mode (restores its mode)."""
+    was_training = model.training
+    model.eval()
+    out = []
+    for i in range(0, len(images), batch_size):
+        logits = model(to_input_tensor(images[i:i + batch_size]).to(device))
+        out.append((torch.sigmoid(logits[:, 0].float()) > THRESHOLD).cpu().numpy())
+    model.train(was_training)
+    return np.concatenate(out) if out else np.zeros((0, *images.shape[1:3]), bool)
+
+
+def _save_atomic(obj: Any, path: Path) -> None:
+    tmp = path.with_name(f".tmp-{path.name}")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _write_curve_csv(history: list[dict[str, float]], path: Path) -> None:
+    tmp = path.with_name(f".tmp-{path.name}")
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CURVE_FIELDS)
+        writer.writeheader()
+        writer.writerows(history)
+    os.replace(tmp, path)
+
+
+def _run_config(cfg: TrainConfig, split: dict[str, list[str]]) -> dict[str, Any]:
+    return {"format": "grasp_s2r.vision_run", "format_version": RUN_FORMAT_VERSION, "train": cfg.to_dict(),
+            "env": env_config_for(cfg.image_size_px).to_dict(), "background_split": split}
+
+
+def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
+    a = {**saved["train"], "steps": None}
+    b = {**new["train"], "steps": None}
+    changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    if changed or saved["background_split"] != new["background_split"]:
+        what = ", ".join(changed) or "background photos"
+        raise TrainError(f"--resume with a different config ({what}); use the original options or another --out")
+
+
+def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
+          device: torch.device | None = None, progress: bool = True) -> Path:
+    """Train (or resume) into ``out_dir``; returns the path of the final ``model.pt``."""
+    out_dir = Path(out_dir)
+    device = device or default_device()
+    latest = out_dir / "checkpoint-latest.pt"
+    split = split_names(backgrounds_dir)
+    run_cfg = _run_config(cfg, split)
+    if latest.exists() and not resume:
+        raise TrainError(f"{out_dir} already holds a run; pass --resume to continue it or choose another --out")
+    if resume and not latest.exists():
+        raise TrainError(f"--resume: {latest} does not exist")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    # make data: on-the-fly training stream, fixed validation set (training photos, other episode seeds)
+    torch.manual_seed(cfg.seed)
+    env_cfg = env_config_for(cfg.image_size_px)
+    train_photos = load_backgrounds("train", backgrounds_dir)
+    train_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="train",
+                                 seed=cfg.seed, length=cfg.steps * cfg.batch_size)
+    val_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="val",
+                               seed=cfg.seed, length=cfg.val_images)
+    val_images, val_masks = make_composites(val_set, cfg.val_images, desc="validation composites")
+    val_set.close()
+
+    # make network and optimizer, or restore them
+    model = build_model(cfg.architecture, **cfg.arch_kwargs).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    step, history, elapsed0 = 0, [], 0.0
+    if resume:
+        try:
+            ckpt = read_checkpoint(latest)
+        except CheckpointError as e:
+            raise TrainError(str(e)) from None
+        _check_resume(ckpt["config"], run_cfg)
+        model.load_state_dict(ckpt["state_dict"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        step, history = int(ckpt["step"]), list(ckpt["history"])
+        elapsed0 = history[-1]["elapsed_s"] if history else 0.0
+    else:
+        save_composite_grid([train_set.sample(i) for i in range(32)], out_dir / "composites.png")
+    (out_dir / "config.json").write_text(json.dumps(run_cfg, indent=2, sort_keys=True))
+
+    def checkpoint(with_optimizer: bool) -> dict[str, Any]:
+        return make_checkpoint(
+            model, architecture=cfg.architecture, arch_kwargs=cfg.arch_kwargs,
+            input_hw=(cfg.image_size_px, cfg.image_size_px), background_split=split, config=run_cfg, step=step,
+            history=history, optimizer=optimizer.state_dict() if with_optimizer else None,
+        )
+
+    # loop: one step per batch of fresh composites; validate, plot and checkpoint periodically
+    loader = DataLoader(
+        train_set, batch_size=cfg.batch_size, sampler=range(step * cfg.batch_size, cfg.steps * cfg.batch_size),
+        num_workers=cfg.workers, multiprocessing_context="spawn" if cfg.workers > 0 else None,
+        pin_memory=device.type == "cuda",
+    )
+    use_amp = device.type == "cuda"
+    model.train()
+    t0, losses = time.perf_counter(), []
+    bar = tqdm(total=cfg.steps, initial=step, desc=f"train-vision {cfg.architecture}", unit="step",
+               disable=not progress)
+    print(f"train-vision: {count_parameters(model):,} parameters on {device}, steps {step} -> {cfg.steps}")
+    for x, y in loader:
+        for group in optimizer.param_groups:
+            group["lr"] = cfg.lr * _lr_factor(step, cfg)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_amp):
+            logits = model(x)
+        loss = segmentation_loss(logits.float(), y, cfg.dice_weight)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        step += 1
+        bar.update(1)
+        if step % cfg.val_every == 0 or step == cfg.steps:
+            m = pixel_metrics(predict_masks(model, val_images, device), val_masks)
+            history.append({"step": step, "elapsed_s": round(elapsed0 + time.perf_counter() - t0, 2),
+                            "lr": optimizer.param_groups[0]["lr"], "train_loss": float(np.mean(losses)),
+                            "val_precision": m["precision"], "val_recall": m["recall"], "val_iou": m["iou"]})
+            losses = []
+            bar.set_postfix(loss=f"{history[-1]['train_loss']:.3f}", P=f"{m['precision']:.3f}",
+                            R=f"{m['recall']:.3f}")
+            _write_curve_csv(history, out_dir / "curve.csv")
+            save_training_curve(history, out_dir / "curve.png")
+        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+            _save_atomic(checkpoint(with_optimizer=True), latest)
+    bar.close()
+    train_set.close()
+    final = out_dir / "model.pt"
+    _save_atomic(checkpoint(with_optimizer=False), final)
+    return final
