@@ -47,7 +47,7 @@ def main() -> None:
     p.add_argument("--resolutions", type=int, nargs="+", default=[CameraConfig.width_px, 96, 128])
     args = p.parse_args()
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
     print(f"{'resolution':>10} {'env-steps/s':>12} {'bare render/s':>14} {'env/render':>11}")
     for res in args.resolutions:
         rates = [measure(res, args.steps) for _ in range(3)]

@@ -13,7 +13,7 @@ def _import_pybullet_quietly() -> None:
         sys.stderr.flush()
         saved = (os.dup(1), os.dup(2))
     except (OSError, ValueError):  # no real file descriptors (some notebook kernels): import as is
-        import pybullet  # noqa: F401
+        import pybullet
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
+from typing import Self
 
 import cv2
 import numpy as np
@@ -215,7 +216,7 @@ class GraspEnv:
             pb.disconnect(self.client)
         self.client = -1
 
-    def __enter__(self) -> GraspEnv:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -20,7 +20,7 @@ PROPRIO_HIGH = np.array([2.0, 2.0, 2.0, 0.1, 1.0], np.float32)
 
 
 class GraspGymEnv(gym.Env):
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}  # noqa: RUF012 (gymnasium's convention)
 
     def __init__(self, config: EnvConfig | None = None, render_mode: str | None = None):
         self.env = GraspEnv(config)
