@@ -1,0 +1,67 @@
+"""Metric arithmetic on hand-made masks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from grasp_s2r.vision.metrics import confusion_counts, format_table, pixel_metrics
+
+
+def _masks() -> tuple[np.ndarray, np.ndarray]:
+    """Three 4x4 images: partial hit, target-free with a false detection, target-free and clean."""
+    pred = np.zeros((3, 4, 4), bool)
+    target = np.zeros((3, 4, 4), bool)
+    target[0, 0, 0:4] = True  # 4 target pixels
+    pred[0, 0, 0:2] = True  # 2 TP
+    pred[0, 1, 0] = True  # 1 FP  -> image 0: TP 2, FP 1, FN 2
+    pred[1, 3, 3] = True  # image 1: no target, 1 FP
+    return pred, target
+
+
+def test_counts_by_hand():
+    c = confusion_counts(*_masks())
+    assert c.tp.tolist() == [2, 0, 0]
+    assert c.fp.tolist() == [1, 1, 0]
+    assert c.fn.tolist() == [2, 0, 0]
+
+
+def test_micro_and_mean_metrics_by_hand():
+    m = pixel_metrics(*_masks())
+    # micro: TP 2, FP 2, FN 2
+    assert m["precision"] == pytest.approx(2 / 4)
+    assert m["recall"] == pytest.approx(2 / 4)
+    assert m["iou"] == pytest.approx(2 / 6)
+    assert m["f1"] == pytest.approx(4 / 8)
+    # per image: precision defined on images 0 (2/3) and 1 (0); recall only on image 0 (2/4)
+    assert m["mean_precision"] == pytest.approx((2 / 3 + 0) / 2)
+    assert m["mean_recall"] == pytest.approx(0.5)
+    assert m["mean_iou"] == pytest.approx((2 / 5 + 0) / 2)
+    assert m["found_rate"] == 1.0
+    assert m["false_detection_rate"] == pytest.approx(1 / 2)
+    assert (m["images"], m["target_images"], m["empty_images"]) == (3, 1, 2)
+
+
+def test_detection_threshold_and_undefined_values():
+    pred, target = _masks()
+    m = pixel_metrics(pred, target, min_detection_px=3)
+    assert m["found_rate"] == 0.0  # only 2 TP pixels
+    assert m["false_detection_rate"] == 0.0  # only 1 FP pixel on the target-free image
+    empty = pixel_metrics(np.zeros((2, 3, 3), bool), np.zeros((2, 3, 3), bool))
+    assert math.isnan(empty["precision"]) and math.isnan(empty["recall"]) and math.isnan(empty["found_rate"])
+    assert empty["false_detection_rate"] == 0.0
+
+
+def test_perfect_prediction_and_single_image():
+    _, target = _masks()
+    m = pixel_metrics(target, target)
+    assert m["precision"] == m["recall"] == m["iou"] == m["f1"] == 1.0
+    assert pixel_metrics(target[0], target[0])["images"] == 1
+    assert "pixel precision" in format_table(m, "t")
+
+
+def test_shape_mismatch_raises():
+    with pytest.raises(ValueError, match="shapes differ"):
+        confusion_counts(np.zeros((2, 3, 3), bool), np.zeros((2, 3, 4), bool))
