@@ -67,7 +67,7 @@ class TrainConfig:
     lr: float = 3e-3
     """Peak learning rate (AdamW; linear warm-up, then cosine decay to 5 %)."""
     warmup_steps: int = 100
-    """Linear warm-up of the learning rate."""
+    """Linear warm-up of the learning rate (at most a fifth of ``steps``)."""
     weight_decay: float = 1e-4
     """AdamW weight decay."""
     dice_weight: float = 1.0
@@ -108,9 +108,10 @@ def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: f
 
 
 def _lr_factor(step: int, cfg: TrainConfig) -> float:
-    if step < cfg.warmup_steps:
-        return (step + 1) / cfg.warmup_steps
-    t = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+    warmup = max(1, min(cfg.warmup_steps, cfg.steps // 5))  # short runs warm up for a fifth of their steps
+    if step < warmup:
+        return (step + 1) / warmup
+    t = (step - warmup) / max(1, cfg.steps - warmup)
     return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(t, 1.0)))
 
 
