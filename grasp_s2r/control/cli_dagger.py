@@ -1,0 +1,92 @@
+"""``grasp-s2r dagger``: train the closed-loop controller with DAgger (thin: parse, then ``run_dagger``)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from grasp_s2r.control.dagger import BETA_SCHEDULES, DaggerConfig, control_env_config
+from grasp_s2r.control.policy import PolicyConfig
+from grasp_s2r.control.train import TrainConfig
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from grasp_s2r.cli import non_negative_int, positive_int
+    from grasp_s2r.collect import add_env_arguments
+
+    d, t = DaggerConfig, TrainConfig
+    p.add_argument("--out", required=True, help="run folder (created, or resumed when it holds this same run)")
+    p.add_argument("--rounds", type=positive_int, default=d.rounds, help="rounds, round 0 included (default %(default)s)")
+    p.add_argument("--episodes-per-round", type=positive_int, default=d.episodes_per_round,
+                   help="episodes rolled out and labelled per round (default %(default)s)")
+    p.add_argument("--eval-episodes", type=positive_int, default=d.eval_episodes,
+                   help="episodes measuring the success rate after each round (default %(default)s)")
+    p.add_argument("--beta-schedule", choices=BETA_SCHEDULES, default=d.beta_schedule,
+                   help="linear: beta = max(0, 1 - round/R); exponential: beta = decay**round (default %(default)s)")
+    p.add_argument("--beta-rampdown", type=positive_int, default=d.beta_rampdown_rounds, metavar="R",
+                   help="linear schedule: rounds until beta reaches 0 (default %(default)s)")
+    p.add_argument("--beta-decay", type=float, default=d.beta_decay, help="exponential schedule (default %(default)s)")
+    p.add_argument("--masks", choices=("predicted", "gt"), default=d.masks,
+                   help="controller input: the segmenter's masks or the ground truth (default %(default)s)")
+    p.add_argument("--vision", default="", metavar="CKPT", help="segmenter checkpoint (default: the packaged one)")
+    p.add_argument("--raw-sim", action="store_true",
+                   help="roll out on raw sim renders instead of composites onto the training photos")
+    p.add_argument("--demos", default="", metavar="DIR", help="a 'grasp-s2r collect' dataset to use as round 0")
+    p.add_argument("--no-bc", action="store_true", help="skip the behavior-cloning baseline")
+    p.add_argument("--workers", type=positive_int, default=d.workers, help="env processes (default %(default)s)")
+    p.add_argument("--device", default="", help="torch device (default: cuda when present, else cpu)")
+    p.add_argument("--threads", type=positive_int, default=d.torch_threads, help="torch CPU threads (default %(default)s)")
+    p.add_argument("--train-steps", type=positive_int, default=t.steps, help="gradient steps per round (default %(default)s)")
+    p.add_argument("--batch-size", type=positive_int, default=t.batch_size, help="default %(default)s")
+    p.add_argument("--lr", type=float, default=t.lr, help="Adam learning rate (default %(default)s)")
+    p.add_argument("--cnn-channels", default="", metavar="C1,C2,...",
+                   help="add a CNN branch over the pooled mask with these channels (default: mask moments only)")
+    p.add_argument("--seed", type=non_negative_int, default=d.seed, help="network init and minibatches (default %(default)s)")
+    p.add_argument("--camera-jitter-mm", type=float, default=None,
+                   help="per-episode camera mount jitter (default: the controller's calibration tolerance, 1 mm)")
+    p.add_argument("--camera-jitter-deg", type=float, default=None,
+                   help="per-episode camera look-at jitter (default: the controller's calibration tolerance, 0.5)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_env_arguments(p)
+
+
+def config_from_args(args: argparse.Namespace) -> DaggerConfig:
+    from grasp_s2r.cli import UsageError
+    from grasp_s2r.collect import env_config_from_args
+
+    try:
+        env = control_env_config(env_config_from_args(args), args.camera_jitter_mm, args.camera_jitter_deg)
+        channels = tuple(int(c) for c in args.cnn_channels.split(",") if c.strip())
+        return DaggerConfig(
+            out=args.out, rounds=args.rounds, episodes_per_round=args.episodes_per_round,
+            eval_episodes=args.eval_episodes, beta_schedule=args.beta_schedule,
+            beta_rampdown_rounds=args.beta_rampdown, beta_decay=args.beta_decay, masks=args.masks,
+            vision_checkpoint=args.vision, backgrounds="" if args.raw_sim else "train", demos=args.demos,
+            bc_baseline=not args.no_bc, workers=args.workers, device=args.device, torch_threads=args.threads,
+            seed=args.seed, train=TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=args.lr),
+            policy=dataclasses.replace(PolicyConfig(), channels=channels), env=env,
+        )
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from grasp_s2r.cli import UsageError
+    from grasp_s2r.control.dagger import run_dagger
+    from grasp_s2r.control.rollout import VisionUnavailable
+    from grasp_s2r.data.episodes import DatasetError
+
+    cfg = config_from_args(args)
+    try:
+        result = run_dagger(cfg, progress=not args.quiet)
+    except (VisionUnavailable, DatasetError, FileNotFoundError) as e:
+        raise UsageError(str(e)) from None
+    except ValueError as e:
+        if "another config" in str(e) or "format" in str(e):
+            raise UsageError(str(e)) from None
+        raise
+    last = result.rows[-1]
+    print(f"controller: {result.policy_path}  (round {last['round']}, success "
+          f"{100 * last['dagger_success_rate']:.1f} % over {last['eval_episodes']} episodes)")
+    print(f"learning curve: {result.curve_csv}, {result.curve_png}")
+    return 0

@@ -1,0 +1,57 @@
+"""``grasp-s2r eval``: end-to-end success rate on named conditions (thin: parse, then ``evaluate``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from grasp_s2r.control.conditions import CONDITIONS
+from grasp_s2r.control.evaluate import ISSUE_CONDITIONS, EvalConfig
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from grasp_s2r.cli import non_negative_int, positive_int
+
+    e = EvalConfig
+    p.add_argument("--policy", required=True, metavar="CKPT", help="controller checkpoint (OUT/policy.pt of dagger)")
+    p.add_argument("--vision", default="", metavar="CKPT", help="segmenter checkpoint (default: the packaged one)")
+    p.add_argument("--masks", choices=("predicted", "gt"), default=e.masks,
+                   help="predicted: the whole pipeline; gt: ground-truth masks (default %(default)s)")
+    p.add_argument("--episodes", type=positive_int, default=e.episodes, help="per condition (default %(default)s)")
+    p.add_argument("--conditions", default=",".join(ISSUE_CONDITIONS),
+                   help=f"comma-separated, from: {', '.join(CONDITIONS)} (default: %(default)s)")
+    p.add_argument("--backgrounds", default="", metavar="DIR",
+                   help="your own photos for heldout-backgrounds (default: the embedded held-out photos)")
+    p.add_argument("--out", default="", metavar="DIR", help="write eval.json, <condition>.png strips and .gif videos")
+    p.add_argument("--video", type=non_negative_int, default=e.media_episodes, metavar="N",
+                   help="episodes per condition drawn as PNG strip + GIF, with --out (default %(default)s)")
+    p.add_argument("--workers", type=positive_int, default=e.workers, help="env processes (default %(default)s)")
+    p.add_argument("--device", default="", help="torch device (default: cuda when present, else cpu)")
+    p.add_argument("--threads", type=positive_int, default=e.torch_threads, help="torch CPU threads (default %(default)s)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from grasp_s2r.cli import UsageError
+    from grasp_s2r.control.evaluate import evaluate, results_table
+    from grasp_s2r.control.rollout import VisionUnavailable
+
+    if not Path(args.policy).is_file():
+        raise UsageError(f"no controller checkpoint at {args.policy}; train one with 'grasp-s2r dagger --out DIR'")
+    if args.backgrounds and not Path(args.backgrounds).is_dir():
+        raise UsageError(f"--backgrounds {args.backgrounds} is not a folder")
+    try:
+        cfg = EvalConfig(
+            policy=args.policy, vision=args.vision, masks=args.masks, episodes=args.episodes,
+            conditions=tuple(c.strip() for c in args.conditions.split(",") if c.strip()),
+            backgrounds=args.backgrounds, out=args.out, media_episodes=args.video, workers=args.workers,
+            device=args.device, torch_threads=args.threads,
+        )
+        results = evaluate(cfg, progress=not args.quiet)
+    except (ValueError, VisionUnavailable, FileNotFoundError) as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+    print(results_table(results))
+    if args.out:
+        print(f"results: {Path(args.out) / 'eval.json'}")
+    return 0

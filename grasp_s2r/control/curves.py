@@ -1,0 +1,76 @@
+"""The DAgger learning curve: success rate and loss per round, DAgger and BC, as CSV + PNG."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+CURVE_COLUMNS = (
+    "round", "beta", "labels", "new_labels", "dagger_loss", "dagger_successes", "dagger_success_rate",
+    "dagger_ci_low", "dagger_ci_high", "bc_loss", "bc_successes", "bc_success_rate", "bc_ci_low", "bc_ci_high",
+    "eval_episodes", "rollout_s", "train_s", "eval_s", "bc_s", "round_s", "rollout_env_steps_per_s",
+    "train_samples_per_s",
+)
+"""Columns of ``curve.csv``, one row per completed round."""
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_curve_csv(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CURVE_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: row.get(k, "") for k in CURVE_COLUMNS})
+    _atomic_write(Path(path), buf.getvalue().encode())
+    return Path(path)
+
+
+def plot_curve(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> Path:
+    """Success (with 95 % Wilson CI) and training loss against expert labels, DAgger vs BC."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [r["labels"] for r in rows]
+    fig, (ax_s, ax_l) = plt.subplots(1, 2, figsize=(10, 4))
+    for key, name, color in (("dagger", "DAgger", "tab:blue"), ("bc", "behavior cloning", "tab:orange")):
+        pts = [(r["labels"], r[f"{key}_success_rate"], r[f"{key}_ci_low"], r[f"{key}_ci_high"], r[f"{key}_loss"])
+               for r in rows if r.get(f"{key}_success_rate") not in (None, "")]
+        if not pts:
+            continue
+        x, y, lo, hi, loss = (list(v) for v in zip(*pts))
+        ax_s.plot(x, [100 * v for v in y], "o-", color=color, label=name)
+        ax_s.fill_between(x, [100 * v for v in lo], [100 * v for v in hi], color=color, alpha=0.15)
+        ax_l.plot(x, loss, "o-", color=color, label=name)
+    ax_s.set(xlabel="expert labels (aggregated)", ylabel="success rate (%)", ylim=(-2, 102),
+             title="success over evaluation episodes (95 % CI)")
+    ax_l.set(xlabel="expert labels (aggregated)", ylabel="training loss", yscale="log", title="training loss")
+    for ax in (ax_s, ax_l):
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best")
+    if labels:
+        for r in rows:
+            ax_s.annotate(f"β={r['beta']:.2f}", (r["labels"], 100 * r["dagger_success_rate"]), fontsize=7,
+                          textcoords="offset points", xytext=(0, 6), ha="center")
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    _atomic_write(Path(path), buf.getvalue())
+    return Path(path)

@@ -1,0 +1,367 @@
+"""DAgger (Ross, Gordon, Bagnell 2011) for the mask-based controller, resumable, with a BC baseline.
+
+On-disk layout of a run folder ``OUT/``::
+
+    OUT/run.json                    format + version, the DaggerConfig of the run
+    OUT/round-000/ ... round-NNN/   episode datasets (grasp_s2r.data.episodes, kind "dagger-round"):
+                                    every visited state with the expert's label (``action``), the
+                                    controller's input mask, what was executed, the sim state
+    OUT/bc-expert/                  extra expert-only episodes for the behavior-cloning baseline
+    OUT/checkpoints/round-NNN.pt    controller after round NNN (+ config, metrics); its presence
+                                    marks the round complete
+    OUT/checkpoints/bc-NNN.pt       BC baseline trained on as many expert labels as DAgger had
+    OUT/policy.pt                   the latest round's controller (what ``grasp-s2r eval`` takes)
+    OUT/curve.csv, OUT/curve.png    learning curve: success and loss per round, DAgger vs BC
+
+Round r: (1) roll out the mixture policy (β_r; round 0 is β = 1, the expert) and label every
+visited state with the expert; (2) train the controller on the labels of rounds 0..r, warm-started
+from round r-1; (3) measure its success (β = 0) on the same evaluation episodes every round;
+(4) train BC on the same number of expert-only labels and measure it on the same episodes.
+Every episode and checkpoint is written atomically, so after ``kill -9`` the same command resumes
+from the last completed round and keeps the finished episodes of an interrupted one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from grasp_s2r import __version__
+from grasp_s2r.control import seeds
+from grasp_s2r.control.conditions import Condition
+from grasp_s2r.control.curves import plot_curve, write_curve_csv
+from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
+from grasp_s2r.control.rollout import (
+    EpisodeRecord,
+    EpisodeRequest,
+    MaskSource,
+    RolloutPool,
+    make_mask_source,
+    rollout_features,
+)
+from grasp_s2r.control.train import TrainConfig, fit, load_labels
+from grasp_s2r.data.episodes import EpisodeDataset, finished_indices, init_dataset, remove_partial, write_episode
+from grasp_s2r.sim.config import EnvConfig
+from grasp_s2r.stats import wilson_interval
+
+RUN_FORMAT = "grasp_s2r.dagger-run"
+RUN_FORMAT_VERSION = 1
+ROUND_KIND = "dagger-round"
+BC_KIND = "bc-expert"
+BETA_SCHEDULES = ("linear", "exponential")
+CONTROL_CAMERA_JITTER_M = 0.001
+"""Per-episode camera mount jitter of the controller's scene: a calibration tolerance."""
+CONTROL_CAMERA_JITTER_DEG = 0.5
+"""Per-episode camera look-at jitter of the controller's scene.
+
+The scene default (4 mm, 2 deg, chosen for vision robustness) shifts where the TCP axis appears in
+the image by up to ~8 mm per episode, more than the expert's 3.5 mm closing tolerance; a controller
+that sees only the mask cannot tell, so it learns on a camera calibrated to these tolerances."""
+_RESUMABLE_FIELDS = ("rounds", "workers", "device", "torch_threads")
+"""Config fields that may differ when a run is resumed (e.g. ask for more rounds)."""
+
+
+def control_env_config(
+    base: EnvConfig | None = None, camera_jitter_mm: float | None = None, camera_jitter_deg: float | None = None,
+) -> EnvConfig:
+    """``base`` (default scene) with the controller's camera calibration tolerance (or the given jitter)."""
+    base = base or EnvConfig()
+    jitter_m = CONTROL_CAMERA_JITTER_M if camera_jitter_mm is None else camera_jitter_mm / 1000.0
+    jitter_deg = CONTROL_CAMERA_JITTER_DEG if camera_jitter_deg is None else camera_jitter_deg
+    rand = dataclasses.replace(base.randomization, camera_jitter_m=jitter_m, camera_jitter_deg=jitter_deg)
+    return base.replace(randomization=rand)
+
+
+@dataclass(frozen=True)
+class DaggerConfig:
+    """Everything that defines a DAgger run; saved in ``run.json`` and in every checkpoint."""
+
+    out: str
+    """Run folder (created, or resumed when it holds a run of this same config)."""
+    rounds: int = 6
+    """Rounds in all, round 0 (expert demonstrations) included."""
+    episodes_per_round: int = 24
+    """Episodes rolled out (and labelled) per round."""
+    eval_episodes: int = 40
+    """Episodes (beta = 0, fixed seeds) that measure the success rate after each round."""
+    beta_schedule: str = "linear"
+    """"linear": beta_r = max(0, 1 - r / beta_rampdown_rounds); "exponential": beta_r = beta_decay ** r."""
+    beta_rampdown_rounds: int = 3
+    """Linear schedule: rounds until the expert is no longer executed at all."""
+    beta_decay: float = 0.5
+    """Exponential schedule: factor per round."""
+    masks: str = "predicted"
+    """Controller input: "predicted" (segmenter on the camera image) or "gt" (ground-truth mask)."""
+    vision_checkpoint: str = ""
+    """Segmenter checkpoint for predicted masks ("" = the one packaged with grasp_s2r)."""
+    backgrounds: str = "train"
+    """Rollout visuals: "train" composites onto the training photos (the segmenter's training
+    distribution), "" keeps the raw sim render."""
+    demos: str = ""
+    """Optional ``grasp-s2r collect`` dataset used as round 0 (its first episodes_per_round episodes)."""
+    bc_baseline: bool = True
+    """Also train and evaluate behavior cloning at the same label budget every round."""
+    workers: int = 2
+    """Env worker processes."""
+    device: str = ""
+    """Torch device of the learner and the segmenter ("" = CUDA when present, else CPU)."""
+    torch_threads: int = 1
+    """Torch CPU threads of the main process."""
+    seed: int = 0
+    """Seeds network initialisation and minibatch sampling."""
+    train: TrainConfig = field(default_factory=TrainConfig)
+    """Optimisation per round."""
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    """Controller architecture."""
+    env: EnvConfig = field(default_factory=control_env_config)
+    """Scene and camera (default: the scene with the controller's camera calibration tolerance)."""
+
+    def __post_init__(self) -> None:
+        if self.beta_schedule not in BETA_SCHEDULES:
+            raise ValueError(f"beta_schedule must be one of {BETA_SCHEDULES}, got {self.beta_schedule!r}")
+        if not 0.0 <= self.beta_decay <= 1.0:
+            raise ValueError(f"beta_decay must be in [0, 1], got {self.beta_decay}")
+        if min(self.rounds, self.episodes_per_round, self.eval_episodes, self.workers, self.beta_rampdown_rounds) < 1:
+            raise ValueError("rounds, episodes_per_round, eval_episodes, workers and beta_rampdown_rounds must be >= 1")
+        if self.episodes_per_round > seeds.ROUND_STRIDE:
+            raise ValueError(f"episodes_per_round must be <= {seeds.ROUND_STRIDE}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that define the run's results (not how many rounds, nor where it computes)."""
+        return json.loads(json.dumps({k: v for k, v in self.to_dict().items() if k not in _RESUMABLE_FIELDS}))
+
+
+def beta_for_round(round_index: int, schedule: str = "linear", rampdown_rounds: int = 3, decay: float = 0.5) -> float:
+    """Probability that the expert's action is executed in round ``round_index`` (round 0: 1)."""
+    if schedule == "linear":
+        return float(max(0.0, 1.0 - round_index / rampdown_rounds))
+    if schedule == "exponential":
+        return float(decay**round_index)
+    raise ValueError(f"unknown beta schedule {schedule!r}")
+
+
+@dataclass(frozen=True)
+class DaggerResult:
+    """What a (resumed) run has produced."""
+
+    rows: list[dict[str, Any]]
+    """Learning-curve rows of all completed rounds (columns: ``curves.CURVE_COLUMNS``)."""
+    policy_path: Path
+    """The latest round's controller checkpoint."""
+    curve_csv: Path
+    curve_png: Path
+
+
+def _check_run_folder(out: Path, cfg: DaggerConfig) -> None:
+    path = out / "run.json"
+    if path.is_file():
+        old = json.loads(path.read_text())
+        if old.get("format") != RUN_FORMAT or old.get("format_version") != RUN_FORMAT_VERSION:
+            raise ValueError(f"{out} holds a run of format {old.get('format')} v{old.get('format_version')}, "
+                             f"this grasp_s2r writes {RUN_FORMAT} v{RUN_FORMAT_VERSION}; use a new --out folder")
+        if old["identity"] != cfg.identity():
+            diff = sorted(k for k in cfg.identity() if old["identity"].get(k) != cfg.identity()[k])
+            raise ValueError(f"{out} holds a DAgger run with another config (differs in {', '.join(diff)}); "
+                             "use a new --out folder or the same options")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    blob = {"format": RUN_FORMAT, "format_version": RUN_FORMAT_VERSION, "package_version": __version__,
+            "identity": cfg.identity(), "config": cfg.to_dict()}
+    tmp = out / ".tmp-run.json"
+    tmp.write_text(json.dumps(blob, indent=2, sort_keys=True))
+    tmp.replace(path)
+
+
+class _Run:
+    """One DAgger run's state and steps; ``run_dagger`` is the public entry point."""
+
+    def __init__(self, cfg: DaggerConfig, pool: RolloutPool, masks: MaskSource, device: torch.device,
+                 progress: bool):
+        self.cfg, self.pool, self.masks, self.device, self.progress = cfg, pool, masks, device, progress
+        self.out = Path(cfg.out)
+        self.condition = Condition(name="dagger-train", backgrounds=cfg.backgrounds, description="DAgger rollouts")
+
+    def round_dir(self, r: int) -> Path:
+        return self.out / f"round-{r:03d}"
+
+    def ckpt(self, r: int, kind: str = "round") -> Path:
+        return self.out / "checkpoints" / f"{kind}-{r:03d}.pt"
+
+    # --- data -------------------------------------------------------------------------------
+    def _writer(self, root: Path, config: dict[str, Any], kind: str, index_of: dict[int, int]):
+        init_dataset(root, config, rollout_features(self.cfg.env), kind)
+        remove_partial(root)
+
+        def write(rec: EpisodeRecord) -> None:
+            write_episode(root, index_of[rec.info["request_index"]], rec.arrays, rec.info)
+        return write
+
+    def collect_round(self, r: int, beta: float, policy: Policy | None) -> float:
+        """Roll out the missing episodes of round r into ``round-NNN/``; returns env steps per second."""
+        root = self.round_dir(r)
+        config = {"run": self.cfg.identity(), "round": r, "beta": beta}
+        if r == 0 and self.cfg.demos:
+            return self._import_demos(root, config)
+        todo = sorted(set(range(self.cfg.episodes_per_round)) - set(finished_indices(root) if root.is_dir() else []))
+        write = self._writer(root, config, ROUND_KIND, dict(enumerate(todo)))
+        requests = [EpisodeRequest(seed=seeds.dagger_train_seed(r, i), beta=beta, condition=self.condition)
+                    for i in todo]
+        t0 = time.perf_counter()
+        recs = self.pool.run(requests, policy, self.masks, on_episode=write, progress=self.progress,
+                             desc=f"round {r} rollouts (beta {beta:.2f})")
+        return sum(rec.length for rec in recs) / max(time.perf_counter() - t0, 1e-9)
+
+    def _import_demos(self, root: Path, config: dict[str, Any]) -> float:
+        demos = EpisodeDataset(self.cfg.demos)
+        n = min(len(demos), self.cfg.episodes_per_round)
+        init_dataset(root, {**config, "demos": str(self.cfg.demos)}, rollout_features(self.cfg.env), ROUND_KIND)
+        remove_partial(root)
+        done = set(finished_indices(root))
+        for i in tqdm(range(n), desc="round 0 from demos", unit="ep", disable=not self.progress, leave=False):
+            if i in done:
+                continue
+            ep = demos.episode(i)
+            rgb, gt, action = np.asarray(ep["rgb"]), np.asarray(ep["sphere_mask"]), np.asarray(ep["action"])
+            if rgb.shape[1:3] != (self.cfg.env.camera.height_px, self.cfg.env.camera.width_px):
+                raise ValueError(f"demos {self.cfg.demos} have {rgb.shape[1:3]} px images, the run's camera differs")
+            arrays = {
+                "rgb": rgb, "sphere_mask": gt, "input_mask": self.masks(rgb, gt),
+                "proprio": np.asarray(ep["proprio"]), "action": action,
+                "learner_action": np.full_like(action, np.nan), "executed_action": action,
+                "from_expert": np.ones(len(action), bool), "phase": np.asarray(ep["phase"]),
+                "state": np.asarray(ep["state"]),
+            }
+            write_episode(root, i, arrays, {**ep.info, "beta": 1.0, "condition": "demos"})
+        return float("nan")
+
+    def ensure_bc_labels(self, n_labels: int) -> list[Path]:
+        """Expert-only datasets holding at least ``n_labels`` labels: round 0, then ``bc-expert/``."""
+        root = self.out / "bc-expert"
+        have = EpisodeDataset(self.round_dir(0)).num_steps()
+        index = 0
+        if root.is_dir() and finished_indices(root):
+            have += EpisodeDataset(root).num_steps()
+            index = finished_indices(root)[-1] + 1
+        while have < n_labels:
+            n_eps = int(np.ceil((n_labels - have) / 12.0)) + 1  # an expert episode is ~14 steps
+            todo = list(range(index, index + n_eps))
+            write = self._writer(root, {"run": self.cfg.identity()}, BC_KIND, dict(enumerate(todo)))
+            requests = [EpisodeRequest(seed=seeds.BC_EXPERT_BASE + i, beta=1.0, condition=self.condition)
+                        for i in todo]
+            recs = self.pool.run(requests, None, self.masks, on_episode=write, progress=self.progress,
+                                 desc="BC expert episodes")
+            have += sum(rec.length for rec in recs)
+            index += n_eps
+        return [self.round_dir(0), root]
+
+    # --- learning and measuring ---------------------------------------------------------------
+    def success(self, policy: Policy, desc: str) -> tuple[int, int]:
+        requests = [EpisodeRequest(seed=seeds.DAGGER_EVAL_BASE + i, beta=0.0, condition=self.condition)
+                    for i in range(self.cfg.eval_episodes)]
+        recs = self.pool.run(requests, policy, self.masks, record=lambda i: False, progress=self.progress, desc=desc)
+        return sum(rec.success for rec in recs), len(recs)
+
+    def load_or_new(self, path: Path | None) -> Policy:
+        if path is not None and path.is_file():
+            return Policy.load(path, self.device)[0]
+        torch.manual_seed(self.cfg.seed)
+        return Policy(self.cfg.policy, self.device)
+
+    def train_and_measure(self, policy: Policy, roots: list[Path], limit: int | None, rng_key: list[int],
+                          name: str) -> dict[str, Any]:
+        labels = load_labels(roots, limit)
+        t0 = time.perf_counter()
+        loss = fit(policy, labels, self.cfg.train, np.random.default_rng([self.cfg.seed, *rng_key]),
+                   progress=self.progress, desc=f"train {name}")
+        train_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        k, n = self.success(policy, desc=f"evaluate {name}")
+        lo, hi = wilson_interval(k, n)
+        return {"labels": len(labels), "loss": loss, "successes": k, "success_rate": k / n, "ci_low": lo,
+                "ci_high": hi, "train_s": train_s, "eval_s": time.perf_counter() - t0}
+
+    def round(self, r: int) -> dict[str, Any]:
+        cfg = self.cfg
+        t_round = time.perf_counter()
+        beta = beta_for_round(r, cfg.beta_schedule, cfg.beta_rampdown_rounds, cfg.beta_decay)
+        policy = self.load_or_new(self.ckpt(r - 1) if r > 0 else None)
+        t0 = time.perf_counter()
+        steps_per_s = self.collect_round(r, beta, policy if beta < 1 else None)
+        rollout_s = time.perf_counter() - t0
+        roots = [self.round_dir(i) for i in range(r + 1)]
+        dag = self.train_and_measure(policy, roots, None, [r, 0], f"DAgger round {r}")
+        row: dict[str, Any] = {
+            "round": r, "beta": beta, "labels": dag["labels"],
+            "new_labels": EpisodeDataset(self.round_dir(r)).num_steps(), "dagger_loss": dag["loss"],
+            "dagger_successes": dag["successes"], "dagger_success_rate": dag["success_rate"],
+            "dagger_ci_low": dag["ci_low"], "dagger_ci_high": dag["ci_high"], "eval_episodes": cfg.eval_episodes,
+            "rollout_s": rollout_s, "train_s": dag["train_s"], "eval_s": dag["eval_s"], "bc_s": 0.0,
+            "rollout_env_steps_per_s": steps_per_s,
+            "train_samples_per_s": cfg.train.steps * cfg.train.batch_size / max(dag["train_s"], 1e-9),
+        }
+        if cfg.bc_baseline:
+            t0 = time.perf_counter()
+            if r == 0:  # round 0 is behavior cloning: same labels, same network
+                bc, bc_policy = dag, policy
+            else:
+                bc_policy = self.load_or_new(self.ckpt(r - 1, "bc"))
+                bc = self.train_and_measure(bc_policy, self.ensure_bc_labels(dag["labels"]), dag["labels"], [r, 1],
+                                            f"BC at {dag['labels']} labels")
+            row.update({f"bc_{k}": bc[k] for k in ("loss", "successes", "success_rate", "ci_low", "ci_high")})
+            row["bc_s"] = time.perf_counter() - t0
+            bc_policy.save(self.ckpt(r, "bc"), {"config": cfg.to_dict(), "round": r, "kind": "bc", "metrics": row})
+        row["round_s"] = time.perf_counter() - t_round
+        extra = {"config": cfg.to_dict(), "round": r, "kind": "dagger", "metrics": row}
+        policy.save(self.ckpt(r), extra)  # marks the round complete
+        policy.save(self.out / "policy.pt", extra)
+        return row
+
+
+def completed_rows(out: Path) -> list[dict[str, Any]]:
+    """Learning-curve rows stored in the checkpoints of the completed rounds of a run folder."""
+    rows = []
+    for path in sorted((Path(out) / "checkpoints").glob("round-*.pt")):
+        rows.append(torch.load(path, map_location="cpu", weights_only=False)["metrics"])
+    return rows
+
+
+def summary_line(row: dict[str, Any], rounds: int) -> str:
+    bc = f" | BC {100 * row['bc_success_rate']:5.1f} %" if row.get("bc_success_rate") is not None else ""
+    return (f"round {row['round']}/{rounds - 1}  beta {row['beta']:.2f}  labels {row['labels']} "
+            f"(+{row['new_labels']})  loss {row['dagger_loss']:.4f}  success {100 * row['dagger_success_rate']:5.1f} % "
+            f"[{100 * row['dagger_ci_low']:.0f}-{100 * row['dagger_ci_high']:.0f}]{bc}  "
+            f"({row['round_s']:.0f} s: rollout {row['rollout_s']:.0f}, train {row['train_s']:.0f}, "
+            f"eval {row['eval_s']:.0f}, BC {row['bc_s']:.0f})")
+
+
+def run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
+    """Run (or resume) DAgger in ``cfg.out``; returns the learning curve of all completed rounds."""
+    out = Path(cfg.out)
+    _check_run_folder(out, cfg)
+    torch.set_num_threads(cfg.torch_threads)
+    device = torch.device(cfg.device) if cfg.device else default_device()
+    masks = make_mask_source(cfg.masks, cfg.vision_checkpoint, device)
+    rows = completed_rows(out)
+    with RolloutPool(cfg.env, cfg.workers) as pool:
+        run = _Run(cfg, pool, masks, device, progress)
+        for r in range(len(rows), cfg.rounds):
+            rows.append(run.round(r))
+            write_curve_csv(rows, out / "curve.csv")
+            plot_curve(rows, out / "curve.png", title=f"{out.name}: masks={cfg.masks}, {cfg.episodes_per_round} "
+                       f"episodes/round, {cfg.beta_schedule} beta, {cfg.eval_episodes} eval episodes")
+            tqdm.write(summary_line(rows[-1], cfg.rounds))
+    if not rows:
+        raise RuntimeError("no round completed")
+    return DaggerResult(rows=rows, policy_path=out / "policy.pt", curve_csv=out / "curve.csv",
+                        curve_png=out / "curve.png")

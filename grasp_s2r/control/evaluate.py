@@ -1,0 +1,127 @@
+"""End-to-end evaluation: wrist RGB -> segmentation -> controller -> action, on named conditions.
+
+``evaluate(cfg)`` plays ``cfg.episodes`` episodes per condition (seeds ``seeds.TEST_BASE + i``,
+never used for training, the same for every condition), with the learner alone in control
+(beta = 0), and returns (and writes, as ``OUT/eval.json``) the success rate of each condition with
+its 95 % Wilson interval. A few episodes per condition are drawn as a PNG strip and a GIF.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from grasp_s2r import __version__
+from grasp_s2r.control import seeds
+from grasp_s2r.control.conditions import CONDITIONS, resolve_condition
+from grasp_s2r.control.media import write_gif, write_strip
+from grasp_s2r.control.policy import Policy, default_device
+from grasp_s2r.control.rollout import EpisodeRequest, RolloutPool, make_mask_source
+from grasp_s2r.sim.config import EnvConfig
+from grasp_s2r.stats import format_rate, wilson_interval
+
+EVAL_FORMAT = "grasp_s2r.eval"
+EVAL_FORMAT_VERSION = 1
+ISSUE_CONDITIONS = ("nominal", "heldout-backgrounds", "dynamics-shift", "moving-target", "perturbation")
+"""The conditions evaluated by default."""
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """One ``grasp-s2r eval`` run; saved inside its ``eval.json``."""
+
+    policy: str
+    """Controller checkpoint (``OUT/policy.pt`` of a DAgger run)."""
+    vision: str = ""
+    """Segmenter checkpoint ("" = the one packaged with grasp_s2r); unused with masks = "gt"."""
+    masks: str = "predicted"
+    """Controller input: "predicted" (the whole pipeline) or "gt" (ground-truth masks: controller only)."""
+    episodes: int = 200
+    """Episodes per condition."""
+    conditions: tuple[str, ...] = ISSUE_CONDITIONS
+    """Names from ``conditions.CONDITIONS``."""
+    backgrounds: str = ""
+    """Folder of the user's own photos for ``heldout-backgrounds`` ("" = the embedded held-out photos)."""
+    out: str = ""
+    """Folder for eval.json and the pictures ("" = write nothing)."""
+    media_episodes: int = 3
+    """Episodes per condition drawn as a PNG strip and a GIF (0 = none)."""
+    workers: int = 2
+    """Env worker processes."""
+    device: str = ""
+    """Torch device ("" = CUDA when present, else CPU)."""
+    torch_threads: int = 1
+    """Torch CPU threads of the main process."""
+
+    def __post_init__(self) -> None:
+        unknown = [c for c in self.conditions if c not in CONDITIONS]
+        if unknown:
+            raise ValueError(f"unknown condition(s) {', '.join(unknown)}; known: {', '.join(CONDITIONS)}")
+        if self.episodes < 1 or self.workers < 1 or self.media_episodes < 0:
+            raise ValueError("episodes and workers must be >= 1, media_episodes >= 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def results_table(results: dict[str, Any]) -> str:
+    """The terminal table of :func:`evaluate`'s result."""
+    lines = [f"{'condition':<22} success (95 % Wilson CI)                  mean steps  description"]
+    for name, r in results["conditions"].items():
+        lines.append(f"{name:<22} {format_rate(r['successes'], r['episodes']):<42} {r['mean_length']:>10.1f}  "
+                     f"{r['description']}")
+    return "\n".join(lines)
+
+
+def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
+    """Success rate per condition; also writes ``cfg.out/eval.json`` and the pictures when ``cfg.out`` is set."""
+    torch.set_num_threads(cfg.torch_threads)
+    device = torch.device(cfg.device) if cfg.device else default_device()
+    policy, ckpt = Policy.load(Path(cfg.policy), device)
+    env_config = EnvConfig.from_dict(ckpt["config"]["env"]) if "config" in ckpt else EnvConfig()
+    masks = make_mask_source(cfg.masks, cfg.vision, device)
+    out = Path(cfg.out) if cfg.out else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {
+        "format": EVAL_FORMAT, "format_version": EVAL_FORMAT_VERSION, "package_version": __version__,
+        "config": cfg.to_dict(), "env": env_config.to_dict(), "device": str(device),
+        "policy_round": ckpt.get("round"), "conditions": {},
+    }
+    t_start = time.perf_counter()
+    with RolloutPool(env_config, cfg.workers) as pool:
+        for name in cfg.conditions:
+            cond = resolve_condition(name, cfg.backgrounds or None)
+            requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, beta=0.0, condition=cond)
+                        for i in range(cfg.episodes)]
+            t0 = time.perf_counter()
+            recs = pool.run(requests, policy, masks, record=lambda i: out is not None and i < cfg.media_episodes,
+                            progress=progress, desc=f"eval {name}")
+            seconds = time.perf_counter() - t0
+            k, n = sum(r.success for r in recs), len(recs)
+            lo, hi = wilson_interval(k, n)
+            steps = sum(r.length for r in recs)
+            results["conditions"][name] = {
+                "description": cond.description, "condition": cond.to_dict(), "successes": k, "episodes": n,
+                "success_rate": k / n, "ci_low": lo, "ci_high": hi, "mean_length": steps / n,
+                "failed_seeds": [r.request.seed for r in recs if not r.success], "seconds": seconds,
+                "env_steps_per_s": steps / max(seconds, 1e-9),
+            }
+            shown = [r for r in recs if r.arrays]
+            if out is not None and shown:
+                write_strip(shown, out / f"{name}.png")
+                write_gif(shown, out / f"{name}.gif")
+            tqdm.write(f"{name:<22} {format_rate(k, n)}")
+    results["seconds"] = time.perf_counter() - t_start
+    if out is not None:
+        tmp = out / ".tmp-eval.json"
+        tmp.write_text(json.dumps(results, indent=2))
+        tmp.replace(out / "eval.json")
+    return results

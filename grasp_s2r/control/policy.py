@@ -1,0 +1,188 @@
+"""The controller: a small CNN over the sphere mask plus proprioception -> the env's continuous action.
+
+Inputs (nothing else; no world position of the sphere, no RGB):
+
+- the binary sphere mask of the wrist camera, bool (N, H, W) — predicted by the segmenter, or the
+  ground truth — max-pooled to ``PolicyConfig.mask_hw_px`` (a 1-px sphere survives pooling) and
+  stacked with two coordinate channels (CoordConv) so the network can read positions;
+- explicit moments of the full-resolution mask (visible flag, centroid, spread, sqrt of the area),
+  computed inside the network's forward pass: sub-pixel position information that pooling loses;
+- proprioception, the subset ``PROPRIO_INPUTS`` of the env's ``proprio`` vector: TCP height above
+  the table, finger gap, gripper command. Deliberately *not* the TCP's world x, y: the controller is
+  mask-relative, so it follows a sphere wherever it goes (moving target, displaced sphere).
+
+Output: action (N, 4) in [-1, 1] — TCP displacement x, y, z (tanh) and the gripper command (+1
+close / -1 open, from a logit). Trained by :mod:`grasp_s2r.control.train`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from grasp_s2r import __version__
+from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
+
+CHECKPOINT_FORMAT = "grasp_s2r.controller"
+CHECKPOINT_VERSION = 1
+PROPRIO_INPUTS = ("tcp_z_above_table_m", "finger_gap_m", "gripper_closed")
+"""Names (from ``PROPRIO_NAMES``) of the proprioceptive inputs of the controller."""
+PROPRIO_SCALE = (0.2, 0.04, 1.0)
+"""Each input above is divided by this so that it lies roughly in [0, 1]."""
+_PROPRIO_INDEX = tuple(PROPRIO_NAMES.index(n) for n in PROPRIO_INPUTS)
+
+
+def default_device() -> torch.device:
+    """CUDA when present, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Architecture of the controller network; saved inside every checkpoint."""
+
+    mask_hw_px: int = 32
+    """The mask is max-pooled to this square size before the CNN."""
+    channels: tuple[int, ...] = ()
+    """Output channels of the stride-2 3x3 conv layers; () keeps only the mask moments (no CNN)."""
+    hidden: int = 256
+    """Width of the MLP head that joins image features and proprioception."""
+
+    def __post_init__(self) -> None:
+        if self.mask_hw_px < 8 or self.mask_hw_px % (2 ** len(self.channels)):
+            raise ValueError(f"mask_hw_px must be >= 8 and divisible by 2**len(channels), got {self.mask_hw_px}")
+
+
+N_MOMENTS = 6
+"""visible, centroid x, centroid y (image coordinates in [-1, 1]), std x, std y, sqrt(area fraction)."""
+
+
+def mask_moments(mask: torch.Tensor) -> torch.Tensor:
+    """Moments of a mask (N, 1, H, W) in [0, 1] -> (N, N_MOMENTS); all zero where the mask is empty."""
+    h, w = mask.shape[-2:]
+    m = mask[:, 0]
+    area = m.sum(dim=(1, 2))
+    visible = (area > 0).float()
+    safe = area.clamp(min=1.0)
+    ys = torch.linspace(-1.0, 1.0, h, device=mask.device)[None, :, None]
+    xs = torch.linspace(-1.0, 1.0, w, device=mask.device)[None, None, :]
+    cx = (m * xs).sum(dim=(1, 2)) / safe
+    cy = (m * ys).sum(dim=(1, 2)) / safe
+    sx = ((m * (xs - cx[:, None, None]) ** 2).sum(dim=(1, 2)) / safe).clamp(min=0).sqrt()
+    sy = ((m * (ys - cy[:, None, None]) ** 2).sum(dim=(1, 2)) / safe).clamp(min=0).sqrt()
+    return torch.stack([visible, cx, cy, 4 * sx, 4 * sy, 4 * (area / (h * w)).sqrt()], dim=1)
+
+
+def select_proprio(proprio: np.ndarray) -> np.ndarray:
+    """Controller inputs from the env's proprio (N, len(PROPRIO_NAMES)) -> float32 (N, len(PROPRIO_INPUTS))."""
+    p = np.asarray(proprio, dtype=np.float32)[..., list(_PROPRIO_INDEX)]
+    return p / np.asarray(PROPRIO_SCALE, dtype=np.float32)
+
+
+class ControllerNet(nn.Module):
+    """``forward(mask (N, 1, H, W) float, proprio (N, P)) -> (xyz (N, 3) in [-1, 1], grip_logit (N,))``.
+
+    The mask may come at any resolution: moments are taken at full resolution, the CNN sees it
+    max-pooled to ``cfg.mask_hw_px``.
+    """
+
+    def __init__(self, cfg: PolicyConfig):
+        super().__init__()
+        self.cfg = cfg
+        layers: list[nn.Module] = []
+        c_in = 3  # mask + 2 coordinate channels
+        for c_out in cfg.channels:
+            layers += [nn.Conv2d(c_in, c_out, 3, stride=2, padding=1), nn.ReLU()]
+            c_in = c_out
+        self.cnn = nn.Sequential(*layers, nn.Flatten()) if layers else None
+        side = cfg.mask_hw_px // 2 ** len(cfg.channels)
+        n_feat = c_in * side * side if layers else 0
+        self.head = nn.Sequential(
+            nn.Linear(n_feat + N_MOMENTS + len(PROPRIO_INPUTS), cfg.hidden), nn.ReLU(),
+            nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(), nn.Linear(cfg.hidden, ACTION_DIM),
+        )
+        lin = torch.linspace(-1.0, 1.0, cfg.mask_hw_px)
+        yy, xx = torch.meshgrid(lin, lin, indexing="ij")
+        self.register_buffer("coords", torch.stack([xx, yy])[None], persistent=False)
+
+    def forward(self, mask: torch.Tensor, proprio: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        feats = [mask_moments(mask), proprio]
+        if self.cnn is not None:
+            hw = self.cfg.mask_hw_px
+            m = F.adaptive_max_pool2d(mask, hw) if mask.shape[-1] != hw or mask.shape[-2] != hw else mask
+            feats.append(self.cnn(torch.cat([m, self.coords.expand(m.shape[0], -1, -1, -1)], dim=1)))
+        out = self.head(torch.cat(feats, dim=1))
+        return torch.tanh(out[:, :3]), out[:, 3]
+
+
+class Policy:
+    """A controller network on a device: ``act(masks (N, H, W) bool, proprio (N, 5)) -> actions (N, 4)``."""
+
+    def __init__(self, cfg: PolicyConfig | None = None, device: torch.device | str | None = None):
+        self.cfg = cfg or PolicyConfig()
+        self.device = torch.device(device) if device is not None else default_device()
+        self.net = ControllerNet(self.cfg).to(self.device)
+
+    def tensors(self, masks: np.ndarray, proprio: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mask uint8 (N, 1, H, W), proprio inputs float32 (N, P)) on the device; the net takes ``mask.float()``."""
+        m = torch.from_numpy(np.ascontiguousarray(masks, dtype=np.uint8)).to(self.device)
+        p = torch.from_numpy(select_proprio(proprio)).to(self.device)
+        return m[:, None], p
+
+    @torch.no_grad()
+    def act(self, masks: np.ndarray, proprio: np.ndarray) -> np.ndarray:
+        """One batched forward pass; float64 (N, 4) actions (gripper exactly +-1)."""
+        if len(masks) == 0:
+            return np.zeros((0, ACTION_DIM))
+        self.net.eval()
+        m, p = self.tensors(masks, proprio)
+        xyz, logit = self.net(m.float(), p)
+        grip = torch.where(logit > 0, 1.0, -1.0)
+        return torch.cat([xyz, grip[:, None]], dim=1).double().cpu().numpy()
+
+    # --- checkpoints ------------------------------------------------------------------------
+    def save(self, path: Path, extra: dict[str, Any] | None = None) -> None:
+        """Write atomically (temp file + rename): a checkpoint is either whole or absent."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        blob = {
+            "format": CHECKPOINT_FORMAT, "format_version": CHECKPOINT_VERSION, "package_version": __version__,
+            "policy_config": dataclasses.asdict(self.cfg), "proprio_inputs": list(PROPRIO_INPUTS),
+            "state_dict": {k: v.cpu() for k, v in self.net.state_dict().items()}, **(extra or {}),
+        }
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
+        with os.fdopen(fd, "wb") as f:
+            torch.save(blob, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path, device: torch.device | str | None = None) -> tuple[Policy, dict[str, Any]]:
+        """(policy, the whole checkpoint dict: config of the run that made it, metrics, ...)."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no controller checkpoint at {path}")
+        blob = torch.load(path, map_location="cpu", weights_only=False)
+        if blob.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"{path} is not a controller checkpoint (format {blob.get('format')!r})")
+        if blob.get("format_version") != CHECKPOINT_VERSION:
+            raise ValueError(
+                f"{path} has controller format version {blob.get('format_version')}, this grasp_s2r reads "
+                f"{CHECKPOINT_VERSION}; retrain it with 'grasp-s2r dagger' of this version"
+            )
+        if tuple(blob["proprio_inputs"]) != PROPRIO_INPUTS:
+            raise ValueError(f"{path} was trained on proprio inputs {blob['proprio_inputs']}, not {PROPRIO_INPUTS}")
+        cfg = PolicyConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["policy_config"].items()})
+        policy = cls(cfg, device)
+        policy.net.load_state_dict(blob["state_dict"])
+        return policy, blob

@@ -1,0 +1,331 @@
+"""Batched closed-loop rollouts: env worker processes + one predictor (the GA3C idea).
+
+Each worker process owns one :class:`GraspEnv` (its own PyBullet DIRECT client, created inside the
+process; the "spawn" start method, never fork) and the FSM expert. Per control step every worker
+sends its observation (RGB, ground-truth mask, proprio) and the expert's label, computed there from
+privileged state. The main process batches the observations of all active workers into one
+segmenter call and one controller call on the device, mixes learner and expert actions with
+probability β (the expert's), and sends each worker the action to execute.
+
+This module is what both ``grasp-s2r dagger`` (data, per-round evaluation) and ``grasp-s2r eval``
+run. It does not import torch: workers start fast and stay small.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Self
+
+import numpy as np
+from tqdm import tqdm
+
+from grasp_s2r.control.conditions import Condition, EpisodeHooks
+from grasp_s2r.expert.fsm import Expert
+from grasp_s2r.sim.config import EnvConfig
+from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES, GraspEnv
+
+if TYPE_CHECKING:
+    from grasp_s2r.control.policy import Policy
+
+_MIX_STREAM, _HOOK_STREAM = 1, 2
+"""Per-episode random streams: ``default_rng([seed, stream])`` (mixture coin; condition hooks)."""
+
+
+def mix_actions(
+    expert: np.ndarray, learner: np.ndarray | None, beta: float, rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """DAgger's mixture policy for N states: each row is the expert's action with probability ``beta``.
+
+    expert, learner: (N, 4); learner may be None only when ``beta >= 1``. Returns (executed (N, 4),
+    from_expert bool (N,)). beta = 1 executes only the expert, beta = 0 only the learner.
+    """
+    expert = np.asarray(expert, dtype=float).reshape(-1, ACTION_DIM)
+    from_expert = rng.random(len(expert)) < beta
+    if learner is None:
+        if not from_expert.all():
+            raise ValueError(f"a learner action is needed when beta < 1 (beta = {beta})")
+        return expert.copy(), from_expert
+    learner = np.asarray(learner, dtype=float).reshape(-1, ACTION_DIM)
+    return np.where(from_expert[:, None], expert, learner), from_expert
+
+
+@dataclass(frozen=True)
+class EpisodeRequest:
+    """One episode to run."""
+
+    seed: int
+    """Episode seed: the env's randomization and both per-episode random streams derive from it."""
+    beta: float = 0.0
+    """Probability that the expert's action is executed at a step (1: expert only, 0: learner only)."""
+    condition: Condition = field(default_factory=Condition)
+    """Visual / dynamics condition applied in the worker."""
+
+
+@dataclass
+class EpisodeRecord:
+    """A finished episode: summary, and the per-step arrays when they were recorded."""
+
+    request: EpisodeRequest
+    success: bool
+    length: int
+    """Number of actions taken (labelled steps)."""
+    info: dict[str, Any]
+    """Seed, success, length, condition, beta, randomization params, condition events."""
+    arrays: dict[str, np.ndarray]
+    """Time-first, T = length: rgb uint8 (T, H, W, 3), sphere_mask bool (T, H, W) (ground truth of the
+    image shown), input_mask bool (T, H, W) (what the controller saw), proprio float32 (T, 5),
+    action float32 (T, 4) (the expert's label), learner_action float32 (T, 4) (NaN where not
+    queried), executed_action float32 (T, 4), from_expert bool (T,), phase int8 (T,),
+    state float64 (T, 36). Empty when not recorded."""
+
+
+class MaskSource(Protocol):
+    """Maps a batch of camera images to the controller's input masks."""
+
+    kind: str
+    """"gt" or "predicted"."""
+
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
+        """rgb uint8 (N, H, W, 3), gt_mask bool (N, H, W) -> bool (N, H, W)."""
+        ...
+
+
+class GroundTruthMasks:
+    """The simulator's (or the composite's) ground-truth sphere mask."""
+
+    kind = "gt"
+
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
+        return np.asarray(gt_mask, dtype=bool)
+
+
+class PredictedMasks:
+    """The segmenter's masks: one batched forward pass over all workers' images."""
+
+    kind = "predicted"
+
+    def __init__(self, segmenter: Any):
+        self.segmenter = segmenter
+
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
+        return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
+
+
+def _observation(env: GraspEnv, expert: Expert, hooks: EpisodeHooks, result: Any) -> dict[str, Any]:
+    rgb, gt = hooks.observe(result.frame)
+    label, phase = expert.act(env.privileged())
+    return {
+        "rgb": rgb, "sphere_mask": gt, "proprio": result.proprio, "action": label, "phase": int(phase),
+        "state": env.get_state(), "success": bool(result.success),
+        "done": bool(result.terminated or result.truncated),
+    }
+
+
+def _worker(conn: Any, env_config: dict[str, Any]) -> None:
+    """Env worker loop: ("reset", seed, condition dict) | ("step", action) | ("close",)."""
+    env = GraspEnv(EnvConfig.from_dict(env_config))
+    expert = Expert(env.config.scene)
+    hooks: EpisodeHooks | None = None
+    try:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):  # the main process died: leave quietly
+                return
+            if msg[0] == "reset":
+                result = env.reset(msg[1])
+                hooks = EpisodeHooks(env, Condition.from_dict(msg[2]), np.random.default_rng([msg[1], _HOOK_STREAM]))
+                hooks.on_reset()
+                obs = _observation(env, expert, hooks, result)
+                obs["params"] = env.params.to_dict()
+                conn.send(obs)
+            elif msg[0] == "step":
+                result = env.step(hooks.before_step(msg[1]))
+                obs = _observation(env, expert, hooks, result)
+                if obs["done"]:
+                    obs["events"] = hooks.events
+                conn.send(obs)
+            else:
+                return
+    finally:
+        env.close()
+
+
+_STEP_KEYS = ("rgb", "sphere_mask", "input_mask", "proprio", "action", "learner_action", "executed_action",
+              "from_expert", "phase", "state")
+_DTYPES = {"rgb": np.uint8, "sphere_mask": bool, "input_mask": bool, "proprio": np.float32, "action": np.float32,
+           "learner_action": np.float32, "executed_action": np.float32, "from_expert": bool, "phase": np.int8,
+           "state": np.float64}
+
+
+def rollout_features(env: EnvConfig) -> dict[str, dict[str, Any]]:
+    """Feature schema (per-step dtype and shape) of a recorded episode, for ``init_dataset``."""
+    hw = [env.camera.height_px, env.camera.width_px]
+    shapes = {"rgb": [*hw, 3], "sphere_mask": hw, "input_mask": hw, "proprio": [len(PROPRIO_NAMES)],
+              "action": [ACTION_DIM], "learner_action": [ACTION_DIM], "executed_action": [ACTION_DIM],
+              "from_expert": [], "phase": [], "state": [len(STATE_NAMES)]}
+    return {k: {"dtype": np.dtype(_DTYPES[k]).name, "shape": shapes[k]} for k in _STEP_KEYS}
+
+
+class VisionUnavailable(RuntimeError):
+    """Predicted masks were asked for but no segmenter can be loaded."""
+
+
+def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None) -> MaskSource:
+    """``"gt"`` -> ground truth; ``"predicted"`` -> the segmenter of ``vision_checkpoint`` (or the packaged one)."""
+    if kind == "gt":
+        return GroundTruthMasks()
+    if kind != "predicted":
+        raise ValueError(f"masks must be 'predicted' or 'gt', got {kind!r}")
+    try:
+        from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
+    except ImportError as e:
+        raise VisionUnavailable(f"the vision module cannot be imported ({e}); use --masks gt") from None
+    path = Path(vision_checkpoint) if vision_checkpoint else default_checkpoint_path()
+    if not path.is_file():
+        raise VisionUnavailable(
+            f"no segmenter checkpoint at {path}: train one with 'grasp-s2r train-vision' and pass --vision, "
+            "or use --masks gt")
+    try:
+        return PredictedMasks(Segmenter.load(path, device=device))
+    except ValueError as e:  # the segmenter's CheckpointError
+        raise VisionUnavailable(str(e)) from None
+
+
+class _Active:
+    """Book-keeping of the episode running on one worker."""
+
+    def __init__(self, request: EpisodeRequest, index: int, record: bool):
+        self.request, self.index, self.record = request, index, record
+        self.rng = np.random.default_rng([request.seed, _MIX_STREAM])
+        self.steps: dict[str, list[np.ndarray]] = {k: [] for k in _STEP_KEYS}
+        self.length = 0
+        self.n_expert = 0
+        self.params: dict[str, Any] = {}
+
+
+class RolloutPool:
+    """K env worker processes; ``run(requests, ...)`` plays episodes with batched inference.
+
+    Use as a context manager (workers are stopped on exit; they also exit if this process dies).
+    """
+
+    def __init__(self, env_config: EnvConfig, n_workers: int):
+        if n_workers < 1:
+            raise ValueError(f"n_workers must be positive, got {n_workers}")
+        self.env_config = env_config
+        ctx = mp.get_context("spawn")
+        self.conns, self.procs = [], []
+        for _ in range(n_workers):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(child, env_config.to_dict()), daemon=True)
+            proc.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(proc)
+
+    def close(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(("close",))
+            except (BrokenPipeError, OSError):
+                pass
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+        self.conns, self.procs = [], []
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(
+        self, requests: Sequence[EpisodeRequest], policy: Policy | None, masks: MaskSource, *,
+        record: Callable[[int], bool] = lambda i: True,
+        on_episode: Callable[[EpisodeRecord], None] | None = None,
+        progress: bool = True, desc: str = "rollout",
+    ) -> list[EpisodeRecord]:
+        """Play ``requests`` (in order of start) and return their records in request order.
+
+        ``record(i)``: whether request i keeps its per-step arrays. ``on_episode`` is called as each
+        episode finishes (e.g. to write it to disk) — records are returned all the same.
+        """
+        if policy is None and any(r.beta < 1 for r in requests):
+            raise ValueError("a policy is needed for episodes with beta < 1")
+        queue = deque(enumerate(requests))
+        active: dict[int, _Active] = {}
+        obs: dict[int, dict[str, Any]] = {}
+        out: list[EpisodeRecord | None] = [None] * len(requests)
+        bar = tqdm(total=len(requests), desc=desc, unit="ep", disable=not progress, leave=False)
+
+        def start(worker: int) -> None:
+            index, req = queue.popleft()
+            active[worker] = _Active(req, index, record(index))
+            self.conns[worker].send(("reset", req.seed, req.condition.to_dict()))
+
+        for w in range(min(len(self.conns), len(queue))):
+            start(w)
+        for w in list(active):
+            obs[w] = self.conns[w].recv()
+            active[w].params = obs[w].pop("params")
+        while active:
+            ids = sorted(active)
+            rgb = np.stack([obs[w]["rgb"] for w in ids])
+            gt = np.stack([obs[w]["sphere_mask"] for w in ids])
+            proprio = np.stack([obs[w]["proprio"] for w in ids])
+            # one batched segmenter call (if predicted) and one controller call for all workers
+            input_masks = masks(rgb, gt)
+            learner = np.full((len(ids), ACTION_DIM), np.nan)
+            query = [j for j, w in enumerate(ids) if active[w].request.beta < 1]
+            if query:
+                learner[query] = policy.act(input_masks[query], proprio[query])
+            for j, w in enumerate(ids):
+                ep, o = active[w], obs[w]
+                lrn = None if ep.request.beta >= 1 else learner[j]
+                executed, from_expert = mix_actions(o["action"], lrn, ep.request.beta, ep.rng)
+                ep.length += 1
+                ep.n_expert += int(from_expert[0])
+                if ep.record:
+                    step = {**o, "input_mask": input_masks[j], "learner_action": learner[j],
+                            "executed_action": executed[0], "from_expert": from_expert[0]}
+                    for k in _STEP_KEYS:
+                        ep.steps[k].append(step[k])
+                self.conns[w].send(("step", executed[0]))
+            restarted = []
+            for w in ids:
+                obs[w] = self.conns[w].recv()
+                if not obs[w]["done"]:
+                    continue
+                rec = self._finish(active.pop(w), obs[w])
+                out[rec.info["request_index"]] = rec
+                if on_episode is not None:
+                    on_episode(rec)
+                bar.update(1)
+                if queue:
+                    start(w)
+                    restarted.append(w)
+            for w in restarted:
+                obs[w] = self.conns[w].recv()
+                active[w].params = obs[w].pop("params")
+        bar.close()
+        return [r for r in out if r is not None]
+
+    @staticmethod
+    def _finish(ep: _Active, last: dict[str, Any]) -> EpisodeRecord:
+        req = ep.request
+        info = {
+            "seed": req.seed, "success": last["success"], "length": ep.length, "beta": req.beta,
+            "condition": req.condition.name, "expert_steps": ep.n_expert, "params": ep.params,
+            "events": last.get("events", []), "request_index": ep.index,
+        }
+        arrays = {}
+        if ep.record:
+            arrays = {k: np.asarray(np.stack(v), dtype=_DTYPES[k]) for k, v in ep.steps.items()}
+        return EpisodeRecord(request=req, success=last["success"], length=ep.length, info=info, arrays=arrays)

@@ -1,0 +1,93 @@
+"""Supervised training of the controller on expert labels (used by DAgger and by the BC baseline)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+from tqdm import tqdm
+
+from grasp_s2r.control.policy import Policy
+from grasp_s2r.data.episodes import EpisodeDataset
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation of one training phase (one DAgger round)."""
+
+    steps: int = 1000
+    """Gradient steps per round (the network is warm-started from the previous round)."""
+    batch_size: int = 128
+    """Labels per gradient step."""
+    lr: float = 2e-3
+    """Adam learning rate."""
+    weight_decay: float = 1e-5
+    """Adam weight decay."""
+    grip_loss_weight: float = 0.5
+    """Weight of the gripper (binary cross-entropy) term next to the x, y, z mean squared error."""
+
+
+@dataclass
+class LabelSet:
+    """Expert-labelled states, in memory."""
+
+    masks: np.ndarray
+    """The controller's input mask, bool (N, H, W)."""
+    proprio: np.ndarray
+    """Env proprio, float32 (N, 5)."""
+    actions: np.ndarray
+    """Expert action labels, float32 (N, 4)."""
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def head(self, n: int) -> LabelSet:
+        return LabelSet(self.masks[:n], self.proprio[:n], self.actions[:n])
+
+
+def load_labels(roots: Iterable[Path], limit: int | None = None) -> LabelSet:
+    """All labels of the episode datasets ``roots`` (in order), at most ``limit`` of them."""
+    masks, proprio, actions, n = [], [], [], 0
+    for root in roots:
+        for ep in EpisodeDataset(Path(root)):
+            if limit is not None and n >= limit:
+                break
+            take = len(ep) if limit is None else min(len(ep), limit - n)
+            masks.append(np.asarray(ep["input_mask"][:take], dtype=bool))
+            proprio.append(np.asarray(ep["proprio"][:take], dtype=np.float32))
+            actions.append(np.asarray(ep["action"][:take], dtype=np.float32))
+            n += take
+    if not actions:
+        raise ValueError("no labelled steps to train on")
+    return LabelSet(np.concatenate(masks), np.concatenate(proprio), np.concatenate(actions))
+
+
+def fit(
+    policy: Policy, labels: LabelSet, cfg: TrainConfig, rng: np.random.Generator, *,
+    progress: bool = True, desc: str = "train",
+) -> float:
+    """Train ``policy`` in place for ``cfg.steps`` steps; returns the mean loss of the last quarter of steps."""
+    opt = torch.optim.Adam(policy.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    masks, proprio = policy.tensors(labels.masks, labels.proprio)
+    target = torch.from_numpy(labels.actions).to(policy.device)
+    policy.net.train()
+    losses = []
+    bar = tqdm(range(cfg.steps), desc=desc, unit="step", disable=not progress, leave=False)
+    for _ in bar:
+        idx = torch.from_numpy(rng.integers(0, len(labels), size=min(cfg.batch_size, len(labels)))).to(policy.device)
+        xyz, logit = policy.net(masks[idx].float(), proprio[idx])
+        t = target[idx]
+        loss = F.mse_loss(xyz, t[:, :3]) + cfg.grip_loss_weight * F.binary_cross_entropy_with_logits(
+            logit, (t[:, 3] > 0).float())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        if len(losses) % 50 == 0:
+            bar.set_postfix(loss=f"{np.mean(losses[-50:]):.4f}")
+    policy.net.eval()
+    return float(np.mean(losses[-max(1, cfg.steps // 4):]))

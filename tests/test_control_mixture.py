@@ -1,0 +1,100 @@
+"""DAgger's mixture policy: beta arithmetic, schedules, and that labels are always the expert's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from grasp_s2r.control.dagger import beta_for_round
+from grasp_s2r.control.policy import Policy, PolicyConfig
+from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks, RolloutPool, mix_actions
+from grasp_s2r.expert.fsm import Expert
+from grasp_s2r.sim.config import EnvConfig, SceneConfig
+from grasp_s2r.sim.env import GraspEnv
+
+SHORT = EnvConfig(scene=SceneConfig(max_episode_steps=20))
+
+
+def test_beta_one_executes_only_the_expert(rng):
+    expert, learner = rng.uniform(-1, 1, (500, 4)), rng.uniform(-1, 1, (500, 4))
+    executed, from_expert = mix_actions(expert, learner, 1.0, rng)
+    assert from_expert.all()
+    np.testing.assert_array_equal(executed, expert)
+
+
+def test_beta_zero_executes_only_the_learner(rng):
+    expert, learner = rng.uniform(-1, 1, (500, 4)), rng.uniform(-1, 1, (500, 4))
+    executed, from_expert = mix_actions(expert, learner, 0.0, rng)
+    assert not from_expert.any()
+    np.testing.assert_array_equal(executed, learner)
+
+
+def test_intermediate_beta_mixes_rows_in_proportion(rng):
+    expert, learner = np.zeros((20_000, 4)), np.ones((20_000, 4))
+    executed, from_expert = mix_actions(expert, learner, 0.3, rng)
+    assert abs(from_expert.mean() - 0.3) < 0.02
+    np.testing.assert_array_equal(executed[from_expert], expert[from_expert])
+    np.testing.assert_array_equal(executed[~from_expert], learner[~from_expert])
+
+
+def test_learner_is_required_below_beta_one(rng):
+    with pytest.raises(ValueError, match="learner"):
+        mix_actions(np.zeros((3, 4)), None, 0.5, rng)
+
+
+def test_beta_schedules():
+    assert [beta_for_round(r, "linear", 4) for r in range(6)] == [1.0, 0.75, 0.5, 0.25, 0.0, 0.0]
+    assert [beta_for_round(r, "exponential", decay=0.5) for r in range(4)] == [1.0, 0.5, 0.25, 0.125]
+    with pytest.raises(ValueError):
+        beta_for_round(1, "cosine")
+
+
+@pytest.fixture(scope="module")
+def rollouts():
+    """GIVEN an untrained learner and the expert, WHEN episodes run at beta 0, 1 and 0.5 in worker processes."""
+    torch.manual_seed(0)
+    policy = Policy(PolicyConfig(), "cpu")
+    with RolloutPool(SHORT, 2) as pool:
+        out = {beta: pool.run([EpisodeRequest(seed=s, beta=beta) for s in (3, 4, 5)], policy, GroundTruthMasks(),
+                              progress=False) for beta in (0.0, 1.0, 0.5)}
+    return out
+
+
+def test_labels_are_the_experts_on_the_learners_states(rollouts):
+    # THEN at beta 0 the learner's actions were executed, and every stored label is what the expert
+    # says in the stored simulator state (re-created here in another env)
+    env = GraspEnv(SHORT)
+    expert = Expert(SHORT.scene)
+    try:
+        for rec in rollouts[0.0]:
+            a = rec.arrays
+            assert not a["from_expert"].any()
+            np.testing.assert_allclose(a["executed_action"], a["learner_action"], atol=1e-6)
+            env.reset(rec.request.seed)
+            for t in range(rec.length):
+                env.set_state(a["state"][t])
+                label, phase = expert.act(env.privileged())
+                np.testing.assert_allclose(a["action"][t], label, atol=1e-4)
+                assert a["phase"][t] == phase
+            # the learner's actions are not the expert's: otherwise this test could not fail
+            assert np.abs(a["learner_action"][:, :3] - a["action"][:, :3]).max() > 0.05
+    finally:
+        env.close()
+
+
+def test_beta_one_rollouts_are_expert_demonstrations(rollouts):
+    for rec in rollouts[1.0]:
+        a = rec.arrays
+        assert a["from_expert"].all() and rec.success
+        np.testing.assert_array_equal(a["executed_action"], a["action"])
+
+
+def test_mixed_rollouts_record_both_sources(rollouts):
+    flags = np.concatenate([rec.arrays["from_expert"] for rec in rollouts[0.5]])
+    assert 0 < flags.mean() < 1
+    for rec in rollouts[0.5]:
+        a = rec.arrays
+        np.testing.assert_allclose(a["executed_action"][a["from_expert"]], a["action"][a["from_expert"]], atol=1e-6)
+        learner = ~a["from_expert"]
+        np.testing.assert_allclose(a["executed_action"][learner], a["learner_action"][learner], atol=1e-6)
