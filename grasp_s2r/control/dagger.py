@@ -105,6 +105,14 @@ class DaggerConfig:
     backgrounds: str = "train"
     """Rollout visuals: "train" composites onto the training photos (the segmenter's training
     distribution), "" keeps the raw sim render."""
+    disturbance_prob: float = 0.3
+    """Share of training episodes (DAgger rollouts and BC demonstrations alike) in which the sphere is
+    pushed once: the learner then visits states with the sphere off target or out of view, and the
+    expert shows how to recover. Per-round evaluation episodes are never disturbed."""
+    disturbance_distance_m: tuple[float, float] = (0.02, 0.06)
+    """Range of the push distance."""
+    disturbance_below_m: float = 0.05
+    """The push happens when the TCP first descends to this height above the sphere."""
     demos: str = ""
     """Optional ``grasp-s2r collect`` dataset used as round 0 (its first episodes_per_round episodes)."""
     bc_baseline: bool = True
@@ -127,6 +135,8 @@ class DaggerConfig:
     def __post_init__(self) -> None:
         if self.beta_schedule not in BETA_SCHEDULES:
             raise ValueError(f"beta_schedule must be one of {BETA_SCHEDULES}, got {self.beta_schedule!r}")
+        if not 0.0 <= self.disturbance_prob <= 1.0:
+            raise ValueError(f"disturbance_prob must be in [0, 1], got {self.disturbance_prob}")
         if not 0.0 <= self.beta_decay <= 1.0:
             raise ValueError(f"beta_decay must be in [0, 1], got {self.beta_decay}")
         if min(self.rounds, self.episodes_per_round, self.eval_episodes, self.workers, self.beta_rampdown_rounds) < 1:
@@ -190,7 +200,14 @@ class _Run:
                  progress: bool):
         self.cfg, self.pool, self.masks, self.device, self.progress = cfg, pool, masks, device, progress
         self.out = Path(cfg.out)
-        self.condition = Condition(name="dagger-train", backgrounds=cfg.backgrounds, description="DAgger rollouts")
+        self.condition = Condition(name="dagger-eval", backgrounds=cfg.backgrounds, description="per-round evaluation")
+        self.push = Condition(name="dagger-push", backgrounds=cfg.backgrounds, perturb_distance_m=cfg.disturbance_distance_m,
+                              perturb_below_m=cfg.disturbance_below_m, description="training episode with a push")
+
+    def train_request(self, seed: int, beta: float) -> EpisodeRequest:
+        """A training episode; disturbed (the sphere pushed once) with probability ``disturbance_prob``."""
+        pushed = np.random.default_rng([seed, 3]).random() < self.cfg.disturbance_prob
+        return EpisodeRequest(seed=seed, beta=beta, condition=self.push if pushed else self.condition)
 
     def round_dir(self, r: int) -> Path:
         return self.out / f"round-{r:03d}"
@@ -215,8 +232,7 @@ class _Run:
             return self._import_demos(root, config)
         todo = sorted(set(range(self.cfg.episodes_per_round)) - set(finished_indices(root) if root.is_dir() else []))
         write = self._writer(root, config, ROUND_KIND, dict(enumerate(todo)))
-        requests = [EpisodeRequest(seed=seeds.dagger_train_seed(r, i), beta=beta, condition=self.condition)
-                    for i in todo]
+        requests = [self.train_request(seeds.dagger_train_seed(r, i), beta) for i in todo]
         t0 = time.perf_counter()
         recs = self.pool.run(requests, policy, self.masks, on_episode=write, progress=self.progress,
                              desc=f"round {r} rollouts (beta {beta:.2f})")
@@ -257,8 +273,7 @@ class _Run:
             n_eps = int(np.ceil((n_labels - have) / 12.0)) + 1  # an expert episode is ~14 steps
             todo = list(range(index, index + n_eps))
             write = self._writer(root, {"run": self.cfg.identity()}, BC_KIND, dict(enumerate(todo)))
-            requests = [EpisodeRequest(seed=seeds.BC_EXPERT_BASE + i, beta=1.0, condition=self.condition)
-                        for i in todo]
+            requests = [self.train_request(seeds.BC_EXPERT_BASE + i, 1.0) for i in todo]
             recs = self.pool.run(requests, None, self.masks, on_episode=write, progress=self.progress,
                                  desc="BC expert episodes")
             have += sum(rec.length for rec in recs)

@@ -1,0 +1,127 @@
+"""DAgger: aggregation across rounds, resume after ``kill -9``, a tiny CLI run that beats a random policy."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from grasp_s2r.control import seeds
+from grasp_s2r.control.dagger import DaggerConfig, beta_for_round, control_env_config, run_dagger
+from grasp_s2r.control.policy import Policy
+from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks, RolloutPool
+from grasp_s2r.control.train import TrainConfig, load_labels
+from grasp_s2r.data.episodes import EpisodeDataset, read_meta
+from grasp_s2r.sim.config import SceneConfig
+
+
+def _tiny(out: Path, **kw) -> DaggerConfig:
+    env = control_env_config().replace(scene=SceneConfig(max_episode_steps=25))
+    base = dict(out=str(out), rounds=2, episodes_per_round=2, eval_episodes=2, masks="gt", workers=2,
+                disturbance_prob=0.5, train=TrainConfig(steps=30, batch_size=32), env=env)
+    return DaggerConfig(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    torch.set_num_threads(1)
+    cfg = _tiny(tmp_path_factory.mktemp("dagger") / "run")
+    return cfg, run_dagger(cfg, progress=False)
+
+
+def test_labels_of_all_rounds_are_aggregated(tiny_run):
+    cfg, result = tiny_run
+    out = Path(cfg.out)
+    steps = [EpisodeDataset(out / f"round-{r:03d}").num_steps() for r in range(2)]
+    assert [len(EpisodeDataset(out / f"round-{r:03d}")) for r in range(2)] == [2, 2]
+    assert [row["labels"] for row in result.rows] == [steps[0], steps[0] + steps[1]]
+    assert [row["beta"] for row in result.rows] == [1.0, beta_for_round(1, cfg.beta_schedule, cfg.beta_rampdown_rounds)]
+    assert len(load_labels([out / "round-000", out / "round-001"])) == sum(steps)
+    meta = read_meta(out / "round-001")
+    assert meta["kind"] == "dagger-round" and meta["config"]["round"] == 1 and meta["config"]["run"]["masks"] == "gt"
+    assert EpisodeDataset(out / "round-000").episode(0)["from_expert"][:].all()
+    # the learner acted in round 1 (beta < 1), and the expert labelled its states
+    r1 = [EpisodeDataset(out / "round-001").episode(i) for i in range(2)]
+    assert not np.concatenate([e["from_expert"][:] for e in r1]).all()
+    # the BC baseline had as many expert-only labels
+    bc_steps = EpisodeDataset(out / "bc-expert").num_steps() + steps[0]
+    assert bc_steps >= result.rows[1]["labels"] and result.rows[1]["bc_success_rate"] is not None
+
+
+def test_artifacts_carry_their_config_and_version(tiny_run):
+    cfg, result = tiny_run
+    out = Path(cfg.out)
+    policy, blob = Policy.load(out / "checkpoints" / "round-001.pt", "cpu")
+    assert blob["format_version"] == 1 and blob["config"]["episodes_per_round"] == 2 and blob["round"] == 1
+    assert (out / "checkpoints" / "bc-001.pt").is_file() and result.policy_path.is_file()
+    lines = result.curve_csv.read_text().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("round,beta,labels")
+    assert result.curve_png.stat().st_size > 10_000
+
+
+def test_rerun_is_a_no_op_and_another_config_is_refused(tiny_run):
+    cfg, result = tiny_run
+    ckpt = Path(cfg.out) / "checkpoints" / "round-001.pt"
+    before = ckpt.stat().st_mtime_ns
+    again = run_dagger(cfg, progress=False)
+    assert again.rows == result.rows and ckpt.stat().st_mtime_ns == before
+    with pytest.raises(ValueError, match="another config"):
+        run_dagger(_tiny(Path(cfg.out), episodes_per_round=3), progress=False)
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+class RandomPolicy:
+    """Uniform random actions in [-1, 1]: the baseline a trained controller must beat."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, masks: np.ndarray, proprio: np.ndarray) -> np.ndarray:
+        return self.rng.uniform(-1, 1, (len(masks), 4))
+
+
+def test_cli_run_resumes_after_kill_and_beats_a_random_policy(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "grasp_s2r.cli", "dagger", "--out", str(out), "--rounds", "3",
+           "--episodes-per-round", "6", "--eval-episodes", "6", "--masks", "gt", "--no-bc", "--train-steps", "300",
+           "--max-steps", "40", "--quiet"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:  # kill inside round 1
+        if any((out / "round-001").glob("episode-*")):
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"the run ended before it could be killed: {proc.stderr.read().decode()[-500:]}"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    round0 = _digest(out / "round-000")
+    ckpt0 = (out / "checkpoints" / "round-000.pt").read_bytes()
+    done1 = {p.name: _digest(p) for p in (out / "round-001").glob("episode-*")}
+    assert not (out / "checkpoints" / "round-001.pt").exists() and done1
+
+    rc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert rc.returncode == 0, rc.stderr[-1000:]
+    assert _digest(out / "round-000") == round0 and (out / "checkpoints" / "round-000.pt").read_bytes() == ckpt0
+    assert {name: _digest(out / "round-001" / name) for name in done1} == done1
+    assert len(EpisodeDataset(out / "round-001")) == 6 and not list(out.rglob(".tmp-*"))
+    assert len((out / "curve.csv").read_text().splitlines()) == 4
+
+    policy, blob = Policy.load(out / "policy.pt", "cpu")
+    requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, beta=0.0) for i in range(10)]
+    with RolloutPool(control_env_config().replace(scene=SceneConfig(max_episode_steps=40)), 2) as pool:
+        trained = sum(r.success for r in pool.run(requests, policy, GroundTruthMasks(), progress=False))
+        random = sum(r.success for r in pool.run(requests, RandomPolicy(0), GroundTruthMasks(), progress=False))
+    assert trained >= 5 and trained > random, (trained, random)
