@@ -24,6 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--val-every", type=positive_int, default=250, help="validate every N steps")
     parser.add_argument("--workers", type=int, default=0, help="DataLoader worker processes (default: 0)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
+    parser.add_argument("--amp", choices=("auto", "on", "off"), default="auto",
+                        help="bf16 mixed precision (auto: on CUDA and on CPUs with AMX)")
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size, lr=args.lr, seed=args.seed, val_every=min(args.val_every, args.steps),
             checkpoint_every=min(args.val_every, args.steps), workers=args.workers,
         )
-        final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device,
+        final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device, amp=args.amp,
                       progress=not args.no_progress)
     except (TrainError, BackgroundError) as e:
         raise UsageError(str(e)) from None

@@ -128,6 +128,23 @@ def predict_masks(model: torch.nn.Module, images: np.ndarray, device: torch.devi
     return np.concatenate(out) if out else np.zeros((0, *images.shape[1:3]), bool)
 
 
+def cpu_has_amx_bf16() -> bool:
+    """Whether this CPU multiplies bf16 matrices in hardware (Intel AMX): bf16 autocast then trains ~2x faster."""
+    try:
+        return "amx_bf16" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+def resolve_amp(amp: str, device: torch.device) -> bool:
+    """``"auto"``: bf16 autocast on CUDA and on AMX CPUs; ``"on"`` / ``"off"`` force it."""
+    if amp not in ("auto", "on", "off"):
+        raise TrainError(f"amp must be auto, on or off, got {amp!r}")
+    if amp == "auto":
+        return device.type == "cuda" or (device.type == "cpu" and cpu_has_amx_bf16())
+    return amp == "on"
+
+
 def _save_atomic(obj: Any, path: Path) -> None:
     tmp = path.with_name(f".tmp-{path.name}")
     torch.save(obj, tmp)
@@ -158,10 +175,15 @@ def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
 
 
 def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
-          device: torch.device | None = None, progress: bool = True) -> Path:
-    """Train (or resume) into ``out_dir``; returns the path of the final ``model.pt``."""
+          device: torch.device | None = None, amp: str = "auto", progress: bool = True) -> Path:
+    """Train (or resume) into ``out_dir``; returns the path of the final ``model.pt``.
+
+    ``device`` and ``amp`` (bf16 mixed precision, see :func:`resolve_amp`) are runtime choices: a run
+    may be resumed on another device or precision.
+    """
     out_dir = Path(out_dir)
     device = device or default_device()
+    use_amp = resolve_amp(amp, device)
     latest = out_dir / "checkpoint-latest.pt"
     split = split_names(backgrounds_dir)
     run_cfg = _run_config(cfg, split)
@@ -213,12 +235,12 @@ def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_
         num_workers=cfg.workers, multiprocessing_context="spawn" if cfg.workers > 0 else None,
         pin_memory=device.type == "cuda",
     )
-    use_amp = device.type == "cuda"
     model.train()
     t0, losses = time.perf_counter(), []
     bar = tqdm(total=cfg.steps, initial=step, desc=f"train-vision {cfg.architecture}", unit="step",
                disable=not progress)
-    print(f"train-vision: {count_parameters(model):,} parameters on {device}, steps {step} -> {cfg.steps}")
+    precision = "bf16 autocast" if use_amp else "fp32"
+    print(f"train-vision: {count_parameters(model):,} parameters on {device} ({precision}), steps {step} -> {cfg.steps}")
     for x, y in loader:
         for group in optimizer.param_groups:
             group["lr"] = cfg.lr * _lr_factor(step, cfg)
