@@ -38,11 +38,13 @@ def evenly_spaced(n_items: int, n_pick: int) -> np.ndarray:
 
 
 def image_rows(rows: Mapping[str, Sequence[np.ndarray]], titles: Sequence[str] | None = None,
-               suptitle: str = "", tile_in: float = 1.35, title_fontsize: float = 8.0) -> Figure:
+               suptitle: str = "", tile_in: float = 1.35, title_fontsize: float = 8.0,
+               captions: Mapping[str, Sequence[str]] | None = None) -> Figure:
     """A grid of images: one row per entry of ``rows`` (its key is the row label), one column per frame.
 
-    Each image is uint8 (H, W, 3) or a mask bool (H, W) (drawn white on black). ``titles``: one caption
-    per column, written above the top row (e.g. the step and the expert's phase).
+    Each image is uint8 (H, W, 3) or a mask bool (H, W) (drawn white on black); rows may differ in
+    length. ``titles``: one caption per column, written above the top row (e.g. the step and the
+    expert's phase). ``captions``: per row, one caption per image, written above each image.
     """
     import matplotlib.pyplot as plt
 
@@ -54,7 +56,8 @@ def image_rows(rows: Mapping[str, Sequence[np.ndarray]], titles: Sequence[str] |
         raise ValueError("no images to draw")
     if titles is not None and len(titles) != n_cols:
         raise ValueError(f"{len(titles)} titles for {n_cols} columns")
-    fig, axes = plt.subplots(len(names), n_cols, figsize=(tile_in * n_cols, tile_in * len(names) + 0.4),
+    extra_in = 0.25 * len(captions or {})
+    fig, axes = plt.subplots(len(names), n_cols, figsize=(tile_in * n_cols, tile_in * len(names) + 0.4 + extra_in),
                              squeeze=False)
     for r, name in enumerate(names):
         for c in range(n_cols):
@@ -73,6 +76,8 @@ def image_rows(rows: Mapping[str, Sequence[np.ndarray]], titles: Sequence[str] |
                 ax.set_ylabel(name, fontsize=title_fontsize + 1)
             if r == 0 and titles is not None:
                 ax.set_title(titles[c], fontsize=title_fontsize)
+            if captions and c < len(captions.get(name, ())):
+                ax.set_title(captions[name][c], fontsize=title_fontsize)
     if suptitle:
         fig.suptitle(suptitle, fontsize=title_fontsize + 2)
     fig.tight_layout()
