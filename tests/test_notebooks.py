@@ -70,7 +70,7 @@ def save_images(nb: nbformat.NotebookNode, prefix: str, directory: Path) -> list
 
 
 def test_notebooks_exist():
-    assert "01_scene_and_expert.ipynb" in [p.name for p in NOTEBOOKS]
+    assert [p.name for p in NOTEBOOKS] == ["01_scene_and_expert.ipynb", "02_vision.ipynb", "03_dagger.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
