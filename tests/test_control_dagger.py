@@ -25,8 +25,8 @@ from grasp_s2r.sim.config import SceneConfig
 
 def _tiny(out: Path, **kw) -> DaggerConfig:
     env = control_env_config().replace(scene=SceneConfig(max_episode_steps=25))
-    base = dict(out=str(out), rounds=2, episodes_per_round=2, eval_episodes=2, masks="gt", workers=2,
-                disturbance_prob=0.5, train=TrainConfig(steps=30, batch_size=32), env=env)
+    base = {"out": str(out), "rounds": 2, "episodes_per_round": 2, "eval_episodes": 2, "masks": "gt", "workers": 2,
+            "disturbance_prob": 0.5, "train": TrainConfig(steps=30, batch_size=32), "env": env}
     return DaggerConfig(**{**base, **kw})
 
 
@@ -59,7 +59,7 @@ def test_labels_of_all_rounds_are_aggregated(tiny_run):
 def test_artifacts_carry_their_config_and_version(tiny_run):
     cfg, result = tiny_run
     out = Path(cfg.out)
-    policy, blob = Policy.load(out / "checkpoints" / "round-001.pt", "cpu")
+    _, blob = Policy.load(out / "checkpoints" / "round-001.pt", "cpu")
     assert blob["format_version"] == 1 and blob["config"]["episodes_per_round"] == 2 and blob["round"] == 1
     assert (out / "checkpoints" / "bc-001.pt").is_file() and result.policy_path.is_file()
     lines = result.curve_csv.read_text().splitlines()
@@ -112,14 +112,14 @@ def test_cli_run_resumes_after_kill_and_beats_a_random_policy(tmp_path):
     done1 = {p.name: _digest(p) for p in (out / "round-001").glob("episode-*")}
     assert not (out / "checkpoints" / "round-001.pt").exists() and done1
 
-    rc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    rc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert rc.returncode == 0, rc.stderr[-1000:]
     assert _digest(out / "round-000") == round0 and (out / "checkpoints" / "round-000.pt").read_bytes() == ckpt0
     assert {name: _digest(out / "round-001" / name) for name in done1} == done1
     assert len(EpisodeDataset(out / "round-001")) == 6 and not list(out.rglob(".tmp-*"))
     assert len((out / "curve.csv").read_text().splitlines()) == 4
 
-    policy, blob = Policy.load(out / "policy.pt", "cpu")
+    policy, _ = Policy.load(out / "policy.pt", "cpu")
     requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, beta=0.0) for i in range(10)]
     with RolloutPool(control_env_config().replace(scene=SceneConfig(max_episode_steps=40)), 2) as pool:
         trained = sum(r.success for r in pool.run(requests, policy, GroundTruthMasks(), progress=False))

@@ -39,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train-steps", type=positive_int, default=t.steps, help="gradient steps per round (default %(default)s)")
     p.add_argument("--batch-size", type=positive_int, default=t.batch_size, help="default %(default)s")
     p.add_argument("--lr", type=float, default=t.lr, help="Adam learning rate (default %(default)s)")
+    p.add_argument("--xyz-loss", choices=("l1", "mse"), default=t.xyz_loss, help="default %(default)s")
     p.add_argument("--cnn-channels", default="", metavar="C1,C2,...",
                    help="add a CNN branch over the pooled mask with these channels (default: mask moments only)")
     p.add_argument("--seed", type=non_negative_int, default=d.seed, help="network init and minibatches (default %(default)s)")
@@ -63,7 +64,7 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
             beta_rampdown_rounds=args.beta_rampdown, beta_decay=args.beta_decay, masks=args.masks,
             vision_checkpoint=args.vision, backgrounds="" if args.raw_sim else "train", demos=args.demos,
             bc_baseline=not args.no_bc, workers=args.workers, device=args.device, torch_threads=args.threads,
-            seed=args.seed, train=TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=args.lr),
+            seed=args.seed, train=TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=args.lr, xyz_loss=args.xyz_loss),
             policy=dataclasses.replace(PolicyConfig(), channels=channels), env=env,
         )
     except ValueError as e:

@@ -19,7 +19,7 @@ from grasp_s2r.data.episodes import EpisodeDataset
 class TrainConfig:
     """Optimisation of one training phase (one DAgger round)."""
 
-    steps: int = 1000
+    steps: int = 1500
     """Gradient steps per round (the network is warm-started from the previous round)."""
     batch_size: int = 128
     """Labels per gradient step."""
@@ -27,8 +27,16 @@ class TrainConfig:
     """Adam learning rate."""
     weight_decay: float = 1e-5
     """Adam weight decay."""
+    xyz_loss: str = "l1"
+    """Loss of the x, y, z action: "mse", or "l1" (weighs the small, precise actions near the sphere more)."""
     grip_loss_weight: float = 0.5
-    """Weight of the gripper (binary cross-entropy) term next to the x, y, z mean squared error."""
+    """Weight of the gripper (binary cross-entropy) term next to the x, y, z loss."""
+
+    def __post_init__(self) -> None:
+        if self.xyz_loss not in ("mse", "l1"):
+            raise ValueError(f"xyz_loss must be 'mse' or 'l1', got {self.xyz_loss!r}")
+        if min(self.steps, self.batch_size) < 1 or self.lr <= 0:
+            raise ValueError("steps and batch_size must be >= 1 and lr > 0")
 
 
 @dataclass
@@ -44,6 +52,10 @@ class LabelSet:
 
     def __len__(self) -> int:
         return len(self.actions)
+
+    def __post_init__(self) -> None:
+        if not len(self.masks) == len(self.proprio) == len(self.actions):
+            raise ValueError("masks, proprio and actions must have the same length")
 
     def head(self, n: int) -> LabelSet:
         return LabelSet(self.masks[:n], self.proprio[:n], self.actions[:n])
@@ -81,7 +93,8 @@ def fit(
         idx = torch.from_numpy(rng.integers(0, len(labels), size=min(cfg.batch_size, len(labels)))).to(policy.device)
         xyz, logit = policy.net(masks[idx].float(), proprio[idx])
         t = target[idx]
-        loss = F.mse_loss(xyz, t[:, :3]) + cfg.grip_loss_weight * F.binary_cross_entropy_with_logits(
+        xyz_loss = F.l1_loss(xyz, t[:, :3]) if cfg.xyz_loss == "l1" else F.mse_loss(xyz, t[:, :3])
+        loss = xyz_loss + cfg.grip_loss_weight * F.binary_cross_entropy_with_logits(
             logit, (t[:, 3] > 0).float())
         opt.zero_grad(set_to_none=True)
         loss.backward()

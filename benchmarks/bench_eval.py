@@ -1,0 +1,47 @@
+"""Benchmark: end-to-end success (wrist RGB -> segmentation -> controller) against the issue's targets.
+
+    python benchmarks/bench_eval.py --policy runs/dagger/policy.pt --episodes 200 [any ``grasp-s2r eval`` option]
+
+Takes exactly the options of ``grasp-s2r eval``, prints the results table and, per condition, the
+target and whether the measured rate (and the lower end of its 95 % interval) reaches it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from grasp_s2r.control import cli_eval
+from grasp_s2r.control.evaluate import EvalConfig, evaluate, results_table
+
+TARGETS = {"nominal": 0.90, "heldout-backgrounds": 0.95, "dynamics-shift": 0.90, "moving-target": 0.80,
+           "perturbation": 0.80}
+"""Success-rate targets of issue 4 (nominal: the 30-minute pipeline target)."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli_eval.add_arguments(parser)
+    args = parser.parse_args(argv)
+    cfg = EvalConfig(
+        policy=args.policy, vision=args.vision, masks=args.masks, episodes=args.episodes,
+        conditions=tuple(c.strip() for c in args.conditions.split(",") if c.strip()), backgrounds=args.backgrounds,
+        out=args.out, media_episodes=args.video, workers=args.workers, device=args.device, torch_threads=args.threads,
+    )
+    results = evaluate(cfg, progress=not args.quiet)
+    print(results_table(results))
+    print(f"\nmasks={cfg.masks}, {cfg.episodes} episodes per condition, device {results['device']}, "
+          f"{results['seconds']:.0f} s in all")
+    print(f"{'condition':<22} {'target':>7} {'measured':>9} {'CI low':>7}  verdict")
+    for name, r in results["conditions"].items():
+        target = TARGETS.get(name)
+        if target is None:
+            continue
+        verdict = ("met" if r["ci_low"] >= target else "met (point estimate)") if r["success_rate"] >= target \
+            else "NOT met"
+        print(f"{name:<22} {100 * target:>6.0f}% {100 * r['success_rate']:>8.1f}% {100 * r['ci_low']:>6.1f}%  {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
