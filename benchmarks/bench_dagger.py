@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  rounds/min          {60 * len(rows) / max(round_s, 1e-9):.2f}  (BC baseline and per-round evaluation "
           f"included; {round_s:.0f} s for {len(rows)} rounds, this call's wall time {wall_s:.0f} s)")
     print(f"  labelled samples/s  {new_labels / max(rollout_s, 1e-9):.1f}  (DAgger rollouts, batched inference)")
-    print(f"  train samples/s     {sum(r['train_samples_per_s'] * r['train_s'] for r in rows) / max(train_s, 1e-9):.0f}")
+    train_samples = sum(r["train_samples_per_s"] * r["train_s"] for r in rows)
+    print(f"  train samples/s     {train_samples / max(train_s, 1e-9):.0f}")
     print(f"curve: {result.curve_csv}, {result.curve_png}")
     return 0
 

@@ -25,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cfg = EvalConfig(
         policy=args.policy, vision=args.vision, masks=args.masks, episodes=args.episodes,
-        conditions=tuple(c.strip() for c in args.conditions.split(",") if c.strip()), backgrounds=args.backgrounds,
-        out=args.out, media_episodes=args.video, workers=args.workers, device=args.device, torch_threads=args.threads,
+        conditions=tuple(c.strip() for c in args.conditions.split(",") if c.strip()),
+        backgrounds=args.backgrounds, out=args.out, media_episodes=args.video, workers=args.workers,
+        device=args.device, torch_threads=args.threads,
     )
     results = evaluate(cfg, progress=not args.quiet)
     print(results_table(results))

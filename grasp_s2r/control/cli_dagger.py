@@ -16,7 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     d, t = DaggerConfig, TrainConfig
     p.add_argument("--out", required=True, help="run folder (created, or resumed when it holds this same run)")
-    p.add_argument("--rounds", type=positive_int, default=d.rounds, help="rounds, round 0 included (default %(default)s)")
+    p.add_argument("--rounds", type=positive_int, default=d.rounds,
+                   help="rounds, round 0 included (default %(default)s)")
     p.add_argument("--episodes-per-round", type=positive_int, default=d.episodes_per_round,
                    help="episodes rolled out and labelled per round (default %(default)s)")
     p.add_argument("--eval-episodes", type=positive_int, default=d.eval_episodes,
@@ -35,14 +36,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-bc", action="store_true", help="skip the behavior-cloning baseline")
     p.add_argument("--workers", type=positive_int, default=d.workers, help="env processes (default %(default)s)")
     p.add_argument("--device", default="", help="torch device (default: cuda when present, else cpu)")
-    p.add_argument("--threads", type=positive_int, default=d.torch_threads, help="torch CPU threads (default %(default)s)")
-    p.add_argument("--train-steps", type=positive_int, default=t.steps, help="gradient steps per round (default %(default)s)")
+    p.add_argument("--threads", type=positive_int, default=d.torch_threads,
+                   help="torch CPU threads (default %(default)s)")
+    p.add_argument("--train-steps", type=positive_int, default=t.steps,
+                   help="gradient steps per round (default %(default)s)")
     p.add_argument("--batch-size", type=positive_int, default=t.batch_size, help="default %(default)s")
     p.add_argument("--lr", type=float, default=t.lr, help="Adam learning rate (default %(default)s)")
     p.add_argument("--xyz-loss", choices=("l1", "mse"), default=t.xyz_loss, help="default %(default)s")
     p.add_argument("--cnn-channels", default="", metavar="C1,C2,...",
                    help="add a CNN branch over the pooled mask with these channels (default: mask moments only)")
-    p.add_argument("--seed", type=non_negative_int, default=d.seed, help="network init and minibatches (default %(default)s)")
+    p.add_argument("--seed", type=non_negative_int, default=d.seed,
+                   help="network init and minibatches (default %(default)s)")
     p.add_argument("--camera-jitter-mm", type=float, default=None,
                    help="per-episode camera mount jitter (default: the controller's calibration tolerance, 1 mm)")
     p.add_argument("--camera-jitter-deg", type=float, default=None,
@@ -64,7 +68,8 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
             beta_rampdown_rounds=args.beta_rampdown, beta_decay=args.beta_decay, masks=args.masks,
             vision_checkpoint=args.vision, backgrounds="" if args.raw_sim else "train", demos=args.demos,
             bc_baseline=not args.no_bc, workers=args.workers, device=args.device, torch_threads=args.threads,
-            seed=args.seed, train=TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=args.lr, xyz_loss=args.xyz_loss),
+            seed=args.seed,
+            train=TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=args.lr, xyz_loss=args.xyz_loss),
             policy=dataclasses.replace(PolicyConfig(), channels=channels), env=env,
         )
     except ValueError as e:

@@ -201,8 +201,9 @@ class _Run:
         self.cfg, self.pool, self.masks, self.device, self.progress = cfg, pool, masks, device, progress
         self.out = Path(cfg.out)
         self.condition = Condition(name="dagger-eval", backgrounds=cfg.backgrounds, description="per-round evaluation")
-        self.push = Condition(name="dagger-push", backgrounds=cfg.backgrounds, perturb_distance_m=cfg.disturbance_distance_m,
-                              perturb_below_m=cfg.disturbance_below_m, description="training episode with a push")
+        self.push = Condition(name="dagger-push", backgrounds=cfg.backgrounds,
+                              perturb_distance_m=cfg.disturbance_distance_m, perturb_below_m=cfg.disturbance_below_m,
+                              description="training episode with a push")
 
     def train_request(self, seed: int, beta: float) -> EpisodeRequest:
         """A training episode; disturbed (the sphere pushed once) with probability ``disturbance_prob``."""
