@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         verdict = ("met" if r["ci_low"] >= target else "met (point estimate)") if r["success_rate"] >= target \
             else "NOT met"
-        print(f"{name:<22} {100 * target:>6.0f}% {100 * r['success_rate']:>8.1f}% {100 * r['ci_low']:>6.1f}%  {verdict}")
+        rate, low = 100 * r["success_rate"], 100 * r["ci_low"]
+        print(f"{name:<22} {100 * target:>6.0f}% {rate:>8.1f}% {low:>6.1f}%  {verdict}")
     return 0
 
 

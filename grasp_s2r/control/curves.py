@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from grasp_s2r.control.files import atomic_write
 
 CURVE_COLUMNS = (
     "round", "beta", "labels", "new_labels", "dagger_loss", "dagger_successes", "dagger_success_rate",
@@ -19,22 +19,13 @@ CURVE_COLUMNS = (
 """Columns of ``curve.csv``, one row per completed round."""
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def write_curve_csv(rows: Sequence[dict[str, Any]], path: Path) -> Path:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CURVE_COLUMNS, extrasaction="ignore")
     writer.writeheader()
     for row in rows:
         writer.writerow({k: row.get(k, "") for k in CURVE_COLUMNS})
-    _atomic_write(Path(path), buf.getvalue().encode())
+    atomic_write(Path(path), buf.getvalue().encode())
     return Path(path)
 
 
@@ -72,5 +63,5 @@ def plot_curve(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> P
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    _atomic_write(Path(path), buf.getvalue())
+    atomic_write(Path(path), buf.getvalue())
     return Path(path)

@@ -38,6 +38,7 @@ from grasp_s2r import __version__
 from grasp_s2r.control import seeds
 from grasp_s2r.control.conditions import Condition
 from grasp_s2r.control.curves import plot_curve, write_curve_csv
+from grasp_s2r.control.files import atomic_write
 from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
 from grasp_s2r.control.rollout import (
     EpisodeRecord,
@@ -185,12 +186,9 @@ def _check_run_folder(out: Path, cfg: DaggerConfig) -> None:
             raise ValueError(f"{out} holds a DAgger run with another config (differs in {', '.join(diff)}); "
                              "use a new --out folder or the same options")
         return
-    out.mkdir(parents=True, exist_ok=True)
     blob = {"format": RUN_FORMAT, "format_version": RUN_FORMAT_VERSION, "package_version": __version__,
             "identity": cfg.identity(), "config": cfg.to_dict()}
-    tmp = out / ".tmp-run.json"
-    tmp.write_text(json.dumps(blob, indent=2, sort_keys=True))
-    tmp.replace(path)
+    atomic_write(path, json.dumps(blob, indent=2, sort_keys=True).encode())
 
 
 class _Run:

@@ -21,6 +21,7 @@ from tqdm import tqdm
 from grasp_s2r import __version__
 from grasp_s2r.control import seeds
 from grasp_s2r.control.conditions import CONDITIONS, resolve_condition
+from grasp_s2r.control.files import atomic_write
 from grasp_s2r.control.media import write_gif, write_strip
 from grasp_s2r.control.policy import Policy, default_device
 from grasp_s2r.control.rollout import EpisodeRequest, RolloutPool, make_mask_source
@@ -121,7 +122,5 @@ def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
             tqdm.write(f"{name:<22} {format_rate(k, n)}")
     results["seconds"] = time.perf_counter() - t_start
     if out is not None:
-        tmp = out / ".tmp-eval.json"
-        tmp.write_text(json.dumps(results, indent=2))
-        tmp.replace(out / "eval.json")
+        atomic_write(out / "eval.json", json.dumps(results, indent=2).encode())
     return results

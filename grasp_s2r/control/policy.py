@@ -18,8 +18,7 @@ close / -1 open, from a logit). Trained by :mod:`grasp_s2r.control.train`.
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from grasp_s2r import __version__
+from grasp_s2r.control.files import atomic_write
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
 CHECKPOINT_FORMAT = "grasp_s2r.controller"
@@ -152,19 +152,14 @@ class Policy:
     # --- checkpoints ------------------------------------------------------------------------
     def save(self, path: Path, extra: dict[str, Any] | None = None) -> None:
         """Write atomically (temp file + rename): a checkpoint is either whole or absent."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         blob = {
             "format": CHECKPOINT_FORMAT, "format_version": CHECKPOINT_VERSION, "package_version": __version__,
             "policy_config": dataclasses.asdict(self.cfg), "proprio_inputs": list(PROPRIO_INPUTS),
             "state_dict": {k: v.cpu() for k, v in self.net.state_dict().items()}, **(extra or {}),
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
-        with os.fdopen(fd, "wb") as f:
-            torch.save(blob, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        buf = io.BytesIO()
+        torch.save(blob, buf)
+        atomic_write(path, buf.getvalue())
 
     @classmethod
     def load(cls, path: Path, device: torch.device | str | None = None) -> tuple[Policy, dict[str, Any]]:
