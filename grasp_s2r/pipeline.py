@@ -1,0 +1,135 @@
+"""``grasp-s2r pipeline``: the whole job on a small default, each stage resumable.
+
+collect (expert demonstrations) -> train-vision (sim-real composites) -> eval-vision (held-out
+photos) -> dagger (controller over predicted masks) -> eval (end to end, named conditions).
+
+Every stage calls the same library function as its own command and writes into ``OUT/<stage>``;
+re-running the same command after an interruption skips what is finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from grasp_s2r import __version__
+
+PIPELINE_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Sizes of the small default; every stage can be run bigger with its own command."""
+
+    out: str = "runs/pipeline"
+    """Root folder; stages write into sub-folders."""
+    demo_episodes: int = 24
+    """Expert episodes of ``collect`` (DAgger round 0)."""
+    vision_steps: int = 1500
+    """Optimizer steps of the segmentation network."""
+    vision_eval_images: int = 500
+    """Held-out-photo composites for ``eval-vision``."""
+    dagger_rounds: int = 5
+    """DAgger rounds, round 0 included."""
+    eval_episodes: int = 50
+    """Episodes per condition of the end-to-end evaluation."""
+    conditions: tuple[str, ...] = ("nominal", "heldout-backgrounds")
+    """End-to-end conditions to evaluate."""
+    workers: int = 2
+    """Worker processes for collection and rollouts."""
+    seed: int = 0
+    """Seed of every stage."""
+
+
+def _stage(name: str, index: int, total: int) -> float:
+    print(f"\n=== [{index}/{total}] {name} ===", flush=True)
+    return time.perf_counter()
+
+
+def run_pipeline(cfg: PipelineConfig) -> dict:
+    """Run (or resume) every stage; returns the summary also written to ``OUT/summary.json``."""
+    import torch
+
+    from grasp_s2r.collect import CollectConfig, collect
+    from grasp_s2r.control.dagger import DaggerConfig, run_dagger
+    from grasp_s2r.control.evaluate import EvalConfig as ControlEvalConfig
+    from grasp_s2r.control.evaluate import evaluate as evaluate_policy
+    from grasp_s2r.control.evaluate import results_table
+    from grasp_s2r.stats import format_rate
+    from grasp_s2r.vision.evaluate import EvalConfig as VisionEvalConfig
+    from grasp_s2r.vision.evaluate import evaluate as evaluate_vision
+    from grasp_s2r.vision.metrics import format_table
+    from grasp_s2r.vision.train import TrainConfig, train
+
+    torch.set_num_threads(max(1, cfg.workers))
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    seconds: dict[str, float] = {}
+    total = 5
+
+    t = _stage("collect expert demonstrations", 1, total)
+    demos = out / "demos"
+    c = collect(CollectConfig(out=str(demos), episodes=cfg.demo_episodes, workers=cfg.workers, seed=cfg.seed))
+    print(f"expert success {format_rate(c.successes, c.episodes)}")
+    seconds["collect"] = time.perf_counter() - t
+
+    t = _stage("train the segmentation network on sim-real composites", 2, total)
+    vision_dir = out / "vision"
+    model = vision_dir / "model.pt"
+    if not model.exists():
+        resume = (vision_dir / "checkpoint-latest.pt").exists()
+        model = train(TrainConfig(steps=cfg.vision_steps, seed=cfg.seed), vision_dir, resume=resume)
+    else:
+        print(f"{model} exists: skipped")
+    seconds["train-vision"] = time.perf_counter() - t
+
+    t = _stage("evaluate the segmentation network on held-out photos", 3, total)
+    v = evaluate_vision(model, cfg=VisionEvalConfig(n_images=cfg.vision_eval_images, seed=cfg.seed + 1))
+    (vision_dir / "eval.json").write_text(json.dumps(v.report, indent=2))
+    print(format_table(v.report["metrics"], f"eval-vision: {model} on held-out-photo composites"))
+    seconds["eval-vision"] = time.perf_counter() - t
+
+    t = _stage("train the controller with DAgger over predicted masks", 4, total)
+    d = run_dagger(DaggerConfig(out=str(out / "dagger"), rounds=cfg.dagger_rounds, demos=str(demos),
+                                vision_checkpoint=str(model), workers=cfg.workers, seed=cfg.seed))
+    seconds["dagger"] = time.perf_counter() - t
+
+    t = _stage("evaluate end to end: wrist RGB -> mask -> controller -> action", 5, total)
+    results = evaluate_policy(ControlEvalConfig(
+        policy=str(d.policy_path), vision=str(model), episodes=cfg.eval_episodes, conditions=cfg.conditions,
+        workers=cfg.workers, out=str(out / "eval"),
+    ))
+    print(results_table(results))
+    seconds["eval"] = time.perf_counter() - t
+
+    summary = {
+        "format_version": PIPELINE_FORMAT_VERSION, "package_version": __version__, "config": asdict(cfg),
+        "seconds": seconds, "expert_success": c.successes / max(c.episodes, 1),
+        "vision": {k: v.report["metrics"][k] for k in ("precision", "recall", "iou")},
+        "dagger_last_round": d.rows[-1], "eval": results,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    print(f"\npipeline finished in {sum(seconds.values()) / 60:.1f} min; summary in {out / 'summary.json'}")
+    return summary
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from grasp_s2r.cli import positive_int
+
+    d = PipelineConfig()
+    p.add_argument("--out", default=d.out, help="root folder (default %(default)s)")
+    p.add_argument("--demo-episodes", type=positive_int, default=d.demo_episodes, help="default %(default)s")
+    p.add_argument("--vision-steps", type=positive_int, default=d.vision_steps, help="default %(default)s")
+    p.add_argument("--dagger-rounds", type=positive_int, default=d.dagger_rounds, help="default %(default)s")
+    p.add_argument("--eval-episodes", type=positive_int, default=d.eval_episodes, help="default %(default)s")
+    p.add_argument("--workers", type=positive_int, default=d.workers, help="default %(default)s")
+
+
+def run(args: argparse.Namespace) -> int:
+    run_pipeline(PipelineConfig(out=args.out, demo_episodes=args.demo_episodes, vision_steps=args.vision_steps,
+                                dagger_rounds=args.dagger_rounds, eval_episodes=args.eval_episodes,
+                                workers=args.workers))
+    return 0
