@@ -4,7 +4,9 @@
 
 Takes exactly the options of ``grasp-s2r dagger`` (the run is resumable the same way), then prints
 the learning curve, whether DAgger beats BC (mean success over the rounds after round 0, where
-both had the same number of expert labels, and at the last round), and the throughput on this
+both had the same number of expert labels, and at the last round), then evaluates the last DAgger
+and the last BC controller (same label budget) on the shifted conditions of ``grasp-s2r eval``
+(``--compare-episodes`` each, 0 to skip), and prints the throughput on this
 machine: device, rounds per minute, rollout env-steps per second (all workers, batched inference
 included), training samples per second. Run it on a GPU machine too to compare devices.
 """
@@ -20,12 +22,20 @@ import torch
 
 from grasp_s2r.control import cli_dagger
 from grasp_s2r.control.dagger import run_dagger
+from grasp_s2r.control.evaluate import EvalConfig, evaluate
 from grasp_s2r.control.policy import default_device
+
+
+def _rate(r: dict) -> str:
+    return f"{100 * r['success_rate']:5.1f} % [{100 * r['ci_low']:.0f}-{100 * r['ci_high']:.0f}]"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     cli_dagger.add_arguments(parser)
+    parser.add_argument("--compare-episodes", type=int, default=50,
+                        help="episodes per condition for the DAgger-vs-BC robustness comparison (0: skip)")
+    parser.add_argument("--compare-conditions", default="dynamics-shift,moving-target,perturbation")
     args = parser.parse_args(argv)
     cfg = cli_dagger.config_from_args(args)
     device = cfg.device or str(default_device())
@@ -50,6 +60,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mean success over rounds 1..{rows[-1]['round']}: DAgger {100 * dag:.1f} %, BC {100 * bc:.1f} % "
               f"-> DAgger {'beats' if dag > bc else 'does NOT beat'} BC; last round: DAgger "
               f"{100 * rows[-1]['dagger_success_rate']:.1f} %, BC {100 * rows[-1]['bc_success_rate']:.1f} %")
+
+    last = rows[-1]["round"]
+    bc_ckpt = result.policy_path.parent / "checkpoints" / f"bc-{last:03d}.pt"
+    if args.compare_episodes > 0 and bc_ckpt.is_file():
+        conditions = tuple(c for c in args.compare_conditions.split(",") if c)
+        rates = {}
+        for name, ckpt in (("DAgger", result.policy_path), ("BC", bc_ckpt)):
+            res = evaluate(EvalConfig(policy=str(ckpt), vision=cfg.vision_checkpoint, masks=cfg.masks,
+                                      episodes=args.compare_episodes, conditions=conditions, workers=cfg.workers,
+                                      device=cfg.device, torch_threads=cfg.torch_threads), progress=not args.quiet)
+            rates[name] = res["conditions"]
+        print(f"\nrobustness at the same label budget ({rows[-1]['labels']} labels, round {last}, "
+              f"{args.compare_episodes} episodes each, masks={cfg.masks}):")
+        for c in conditions:
+            d, b = rates["DAgger"][c], rates["BC"][c]
+            print(f"  {c:<20} DAgger {_rate(d)}   BC {_rate(b)}")
 
     rollout_s = sum(r["rollout_s"] for r in rows)
     train_s = sum(r["train_s"] for r in rows)

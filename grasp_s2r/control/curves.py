@@ -47,7 +47,7 @@ def plot_curve(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> P
         ax_s.plot(x, [100 * v for v in y], "o-", color=color, label=name)
         ax_s.fill_between(x, [100 * v for v in lo], [100 * v for v in hi], color=color, alpha=0.15)
         ax_l.plot(x, loss, "o-", color=color, label=name)
-    ax_s.set(xlabel="expert labels (aggregated)", ylabel="success rate (%)", ylim=(-2, 102),
+    ax_s.set(xlabel="expert labels (aggregated)", ylabel="success rate (%)", ylim=(-2, 112),
              title="success over evaluation episodes (95 % CI)")
     ax_l.set(xlabel="expert labels (aggregated)", ylabel="training loss", yscale="log", title="training loss")
     for ax in (ax_s, ax_l):

@@ -264,19 +264,19 @@ class _Run:
         """Expert-only datasets holding at least ``n_labels`` labels: round 0, then ``bc-expert/``."""
         root = self.out / "bc-expert"
         have = EpisodeDataset(self.round_dir(0)).num_steps()
-        index = 0
+        done: set[int] = set()
         if root.is_dir() and finished_indices(root):
             have += EpisodeDataset(root).num_steps()
-            index = finished_indices(root)[-1] + 1
+            done = set(finished_indices(root))
         while have < n_labels:
             n_eps = int(np.ceil((n_labels - have) / 12.0)) + 1  # an expert episode is ~14 steps
-            todo = list(range(index, index + n_eps))
+            todo = [i for i in range(len(done) + n_eps) if i not in done][:n_eps]  # fills gaps left by a kill
             write = self._writer(root, {"run": self.cfg.identity()}, BC_KIND, dict(enumerate(todo)))
             requests = [self.train_request(seeds.BC_EXPERT_BASE + i, 1.0) for i in todo]
             recs = self.pool.run(requests, None, self.masks, on_episode=write, progress=self.progress,
                                  desc="BC expert episodes")
             have += sum(rec.length for rec in recs)
-            index += n_eps
+            done |= set(todo)
         return [self.round_dir(0), root]
 
     # --- learning and measuring ---------------------------------------------------------------
