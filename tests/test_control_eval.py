@@ -124,3 +124,46 @@ def test_eval_cli_rejects_bad_input_in_one_line(untrained_policy, tmp_path, caps
     assert main(["eval", "--policy", str(untrained_policy), "--masks", "gt", "--conditions", "rainy-day"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "rainy-day" in err[1]
+
+
+class CountingSegmenter:
+    """Wraps a real (untrained) segmenter and records the batch size of every call."""
+
+    def __init__(self, segmenter):
+        self.segmenter, self.batches = segmenter, []
+
+    def predict(self, rgb):
+        self.batches.append(len(rgb))
+        return self.segmenter.predict(rgb)
+
+
+def test_predicted_masks_come_from_one_batched_segmenter_call_per_step(tmp_path):
+    from grasp_s2r.control.rollout import EpisodeRequest, PredictedMasks, RolloutPool, make_mask_source
+    from grasp_s2r.sim.config import EnvConfig, SceneConfig
+    from grasp_s2r.vision.backgrounds import split_names
+    from grasp_s2r.vision.model import build_model
+    from grasp_s2r.vision.segmenter import Segmenter, make_checkpoint
+
+    torch.manual_seed(0)
+    kwargs = {"width": 4, "depth": 1}
+    path = tmp_path / "seg.pt"
+    torch.save(make_checkpoint(build_model("unet", **kwargs), architecture="unet", arch_kwargs=kwargs,
+                               input_hw=(64, 64), background_split=split_names(), config={}, step=0, history=[]), path)
+    source = make_mask_source("predicted", str(path), "cpu")
+    assert isinstance(source, PredictedMasks)
+    counting = CountingSegmenter(Segmenter.load(path, "cpu"))
+    env = EnvConfig(scene=SceneConfig(max_episode_steps=6))
+    with RolloutPool(env, 2) as pool:
+        recs = pool.run([EpisodeRequest(seed=s, beta=1.0) for s in range(2)], None, PredictedMasks(counting),
+                        progress=False)
+    assert [r.length for r in recs] == [6, 6]
+    assert counting.batches == [2] * 6  # both workers' images in each call, one call per step
+    expected = counting.segmenter.predict(recs[0].arrays["rgb"])
+    np.testing.assert_array_equal(recs[0].arrays["input_mask"], expected)
+
+
+def test_a_missing_segmenter_is_reported_in_one_line(untrained_policy, tmp_path, capsys):
+    rc = main(["eval", "--policy", str(untrained_policy), "--vision", str(tmp_path / "nope.pt"), "--episodes", "1"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nope.pt" in err[0] and "--masks gt" in err[0]
