@@ -125,3 +125,24 @@ def test_cli_run_resumes_after_kill_and_beats_a_random_policy(tmp_path):
         trained = sum(r.success for r in pool.run(requests, policy, GroundTruthMasks(), progress=False))
         random = sum(r.success for r in pool.run(requests, RandomPolicy(0), GroundTruthMasks(), progress=False))
     assert trained >= 5 and trained > random, (trained, random)
+
+
+def test_round_zero_can_come_from_collected_demonstrations(tmp_path, capsys):
+    from grasp_s2r.collect import CollectConfig, collect
+    from grasp_s2r.sim.config import EnvConfig
+
+    demos = tmp_path / "demos"
+    scene = SceneConfig(max_episode_steps=25)  # the scene of _tiny; the randomization is collect's default
+    collect(CollectConfig(out=str(demos), episodes=3, workers=1, env=EnvConfig(scene=scene)), progress=False)
+    cfg = _tiny(tmp_path / "run", rounds=1, demos=str(demos), bc_baseline=False)
+    result = run_dagger(cfg, progress=False)
+    r0 = EpisodeDataset(tmp_path / "run" / "round-000")
+    source = EpisodeDataset(demos)
+    assert len(r0) == 2 and result.rows[0]["labels"] == r0.num_steps()
+    np.testing.assert_array_equal(r0.episode(1)["action"][:], source.episode(1)["action"][:])
+    np.testing.assert_array_equal(r0.episode(1)["input_mask"][:], source.episode(1)["sphere_mask"][:])
+    assert "other randomization settings" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="another scene or camera"):
+        collect(CollectConfig(out=str(tmp_path / "demos64"), episodes=1, workers=1,
+                              env=EnvConfig().replace(scene=SceneConfig(max_episode_steps=30))), progress=False)
+        run_dagger(_tiny(tmp_path / "run2", rounds=1, demos=str(tmp_path / "demos64")), progress=False)

@@ -239,6 +239,15 @@ class _Run:
 
     def _import_demos(self, root: Path, config: dict[str, Any]) -> float:
         demos = EpisodeDataset(self.cfg.demos)
+        demo_env = demos.meta.get("config", {}).get("env")
+        mine = json.loads(json.dumps(self.cfg.env.to_dict()))
+        if demo_env is not None and demo_env != mine:
+            if {k: v for k, v in demo_env.items() if k != "randomization"} != \
+                    {k: v for k, v in mine.items() if k != "randomization"}:
+                raise ValueError(f"demos {self.cfg.demos} were collected with another scene or camera than this run's; "
+                                 "collect them with the same options, or leave --demos out")
+            tqdm.write(f"note: demos {self.cfg.demos} use other randomization settings than this run (e.g. camera "
+                       "jitter); they are expert labels all the same and are used as round 0")
         n = min(len(demos), self.cfg.episodes_per_round)
         init_dataset(root, {**config, "demos": str(self.cfg.demos)}, rollout_features(self.cfg.env), ROUND_KIND)
         remove_partial(root)
