@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="episodes rolled out and labelled per round (default %(default)s)")
     p.add_argument("--eval-episodes", type=positive_int, default=d.eval_episodes,
                    help="episodes measuring the success rate after each round (default %(default)s)")
+    p.add_argument("--eval-conditions", default=",".join(d.eval_conditions), metavar="C1,C2,...",
+                   help="conditions of those episodes, in turn, e.g. nominal,dynamics-shift,perturbation "
+                        "(default %(default)s)")
     p.add_argument("--beta-schedule", choices=BETA_SCHEDULES, default=d.beta_schedule,
                    help="linear: beta = max(0, 1 - round/R); exponential: beta = decay**round (default %(default)s)")
     p.add_argument("--beta-rampdown", type=positive_int, default=d.beta_rampdown_rounds, metavar="R",
@@ -64,7 +67,9 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
         channels = tuple(int(c) for c in args.cnn_channels.split(",") if c.strip())
         return DaggerConfig(
             out=args.out, rounds=args.rounds, episodes_per_round=args.episodes_per_round,
-            eval_episodes=args.eval_episodes, beta_schedule=args.beta_schedule,
+            eval_episodes=args.eval_episodes,
+            eval_conditions=tuple(c.strip() for c in args.eval_conditions.split(",") if c.strip()),
+            beta_schedule=args.beta_schedule,
             beta_rampdown_rounds=args.beta_rampdown, beta_decay=args.beta_decay, masks=args.masks,
             vision_checkpoint=args.vision, backgrounds="" if args.raw_sim else "train", demos=args.demos,
             bc_baseline=not args.no_bc, workers=args.workers, device=args.device, torch_threads=args.threads,

@@ -36,7 +36,7 @@ from tqdm import tqdm
 
 from grasp_s2r import __version__
 from grasp_s2r.control import seeds
-from grasp_s2r.control.conditions import Condition
+from grasp_s2r.control.conditions import CONDITIONS, Condition
 from grasp_s2r.control.curves import plot_curve, write_curve_csv
 from grasp_s2r.control.files import atomic_write
 from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
@@ -93,6 +93,10 @@ class DaggerConfig:
     """Episodes rolled out (and labelled) per round."""
     eval_episodes: int = 40
     """Episodes (beta = 0, fixed seeds) that measure the success rate after each round."""
+    eval_conditions: tuple[str, ...] = ("nominal",)
+    """Conditions (``conditions.CONDITIONS``) of those episodes, taken in turn: e.g. ("nominal",
+    "dynamics-shift", "perturbation") makes the learning curve measure robustness too. Training never
+    sees them (the push of ``disturbance_prob`` is its own, different, training condition)."""
     beta_schedule: str = "linear"
     """"linear": beta_r = max(0, 1 - r / beta_rampdown_rounds); "exponential": beta_r = beta_decay ** r."""
     beta_rampdown_rounds: int = 3
@@ -136,6 +140,9 @@ class DaggerConfig:
     def __post_init__(self) -> None:
         if self.beta_schedule not in BETA_SCHEDULES:
             raise ValueError(f"beta_schedule must be one of {BETA_SCHEDULES}, got {self.beta_schedule!r}")
+        unknown = [c for c in self.eval_conditions if c not in CONDITIONS]
+        if unknown or not self.eval_conditions:
+            raise ValueError(f"eval_conditions must be names from {', '.join(CONDITIONS)}, got {self.eval_conditions}")
         if not 0.0 <= self.disturbance_prob <= 1.0:
             raise ValueError(f"disturbance_prob must be in [0, 1], got {self.disturbance_prob}")
         if not 0.0 <= self.beta_decay <= 1.0:
@@ -198,7 +205,11 @@ class _Run:
                  progress: bool):
         self.cfg, self.pool, self.masks, self.device, self.progress = cfg, pool, masks, device, progress
         self.out = Path(cfg.out)
-        self.condition = Condition(name="dagger-eval", backgrounds=cfg.backgrounds, description="per-round evaluation")
+        self.condition = Condition(name="dagger-train", backgrounds=cfg.backgrounds, description="training episode")
+        # the training photos follow the run's visuals (--raw-sim); held-out photos stay held out
+        self.eval_conditions = [
+            dataclasses.replace(CONDITIONS[c], backgrounds=cfg.backgrounds)
+            if CONDITIONS[c].backgrounds == "train" else CONDITIONS[c] for c in cfg.eval_conditions]
         self.push = Condition(name="dagger-push", backgrounds=cfg.backgrounds,
                               perturb_distance_m=cfg.disturbance_distance_m, perturb_below_m=cfg.disturbance_below_m,
                               description="training episode with a push")
@@ -290,7 +301,8 @@ class _Run:
 
     # --- learning and measuring ---------------------------------------------------------------
     def success(self, policy: Policy, desc: str) -> tuple[int, int]:
-        requests = [EpisodeRequest(seed=seeds.DAGGER_EVAL_BASE + i, beta=0.0, condition=self.condition)
+        conds = self.eval_conditions
+        requests = [EpisodeRequest(seed=seeds.DAGGER_EVAL_BASE + i, beta=0.0, condition=conds[i % len(conds)])
                     for i in range(self.cfg.eval_episodes)]
         recs = self.pool.run(requests, policy, self.masks, record=lambda i: False, progress=self.progress, desc=desc)
         return sum(rec.success for rec in recs), len(recs)
@@ -382,7 +394,8 @@ def run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
             rows.append(run.round(r))
             write_curve_csv(rows, out / "curve.csv")
             plot_curve(rows, out / "curve.png", title=f"{out.name}: masks={cfg.masks}, {cfg.episodes_per_round} "
-                       f"episodes/round, {cfg.beta_schedule} beta, {cfg.eval_episodes} eval episodes")
+                       f"episodes/round, {cfg.beta_schedule} beta, {cfg.eval_episodes} eval episodes "
+                       f"({', '.join(cfg.eval_conditions)})")
             tqdm.write(summary_line(rows[-1], cfg.rounds))
     if not rows:
         raise RuntimeError("no round completed")
