@@ -110,14 +110,15 @@ class DaggerConfig:
     backgrounds: str = "train"
     """Rollout visuals: "train" composites onto the training photos (the segmenter's training
     distribution), "" keeps the raw sim render."""
-    disturbance_prob: float = 0.3
+    disturbance_prob: float = 0.4
     """Share of training episodes (DAgger rollouts and BC demonstrations alike) in which the sphere is
     pushed once: the learner then visits states with the sphere off target or out of view, and the
     expert shows how to recover. Per-round evaluation episodes are never disturbed."""
     disturbance_distance_m: tuple[float, float] = (0.02, 0.06)
     """Range of the push distance."""
-    disturbance_below_m: float = 0.05
-    """The push happens when the TCP first descends to this height above the sphere."""
+    disturbance_below_m: tuple[float, float] = (0.02, 0.08)
+    """The push happens when the TCP first descends to a height above the sphere drawn from this range
+    (low pushes put the sphere out of view: the learner must learn to rise and look)."""
     demos: str = ""
     """Optional ``grasp-s2r collect`` dataset used as round 0 (its first episodes_per_round episodes)."""
     bc_baseline: bool = True
@@ -210,14 +211,17 @@ class _Run:
         self.eval_conditions = [
             dataclasses.replace(CONDITIONS[c], backgrounds=cfg.backgrounds)
             if CONDITIONS[c].backgrounds == "train" else CONDITIONS[c] for c in cfg.eval_conditions]
-        self.push = Condition(name="dagger-push", backgrounds=cfg.backgrounds,
-                              perturb_distance_m=cfg.disturbance_distance_m, perturb_below_m=cfg.disturbance_below_m,
-                              description="training episode with a push")
 
     def train_request(self, seed: int, beta: float) -> EpisodeRequest:
         """A training episode; disturbed (the sphere pushed once) with probability ``disturbance_prob``."""
-        pushed = np.random.default_rng([seed, 3]).random() < self.cfg.disturbance_prob
-        return EpisodeRequest(seed=seed, beta=beta, condition=self.push if pushed else self.condition)
+        rng = np.random.default_rng([seed, 3])
+        if rng.random() >= self.cfg.disturbance_prob:
+            return EpisodeRequest(seed=seed, beta=beta, condition=self.condition)
+        push = Condition(name="dagger-push", backgrounds=self.cfg.backgrounds,
+                         perturb_distance_m=self.cfg.disturbance_distance_m,
+                         perturb_below_m=float(rng.uniform(*self.cfg.disturbance_below_m)),
+                         description="training episode with a push")
+        return EpisodeRequest(seed=seed, beta=beta, condition=push)
 
     def round_dir(self, r: int) -> Path:
         return self.out / f"round-{r:03d}"
