@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from grasp_s2r.control import cli_eval
-from grasp_s2r.control.evaluate import EvalConfig, evaluate, results_table
+from grasp_s2r.control.evaluate import evaluate, results_table
 
 TARGETS = {"nominal": 0.90, "heldout-backgrounds": 0.95, "dynamics-shift": 0.90, "moving-target": 0.80,
            "perturbation": 0.80}
@@ -23,12 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     cli_eval.add_arguments(parser)
     args = parser.parse_args(argv)
-    cfg = EvalConfig(
-        policy=args.policy, vision=args.vision, masks=args.masks, episodes=args.episodes,
-        conditions=tuple(c.strip() for c in args.conditions.split(",") if c.strip()),
-        backgrounds=args.backgrounds, out=args.out, media_episodes=args.video, workers=args.workers,
-        device=args.device, torch_threads=args.threads,
-    )
+    cfg = cli_eval.config_from_args(args)
     results = evaluate(cfg, progress=not args.quiet)
     print(results_table(results))
     print(f"\nmasks={cfg.masks}, {cfg.episodes} episodes per condition, device {results['device']}, "

@@ -31,6 +31,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def config_from_args(args: argparse.Namespace) -> EvalConfig:
+    from pathlib import Path
+
+    from grasp_s2r.cli import UsageError
+
+    if not Path(args.policy).is_file():
+        raise UsageError(f"no controller checkpoint at {args.policy}; train one with 'grasp-s2r dagger --out DIR'")
+    if args.backgrounds and not Path(args.backgrounds).is_dir():
+        raise UsageError(f"--backgrounds {args.backgrounds} is not a folder")
+    try:
+        return EvalConfig(
+            policy=args.policy, vision=args.vision, masks=args.masks, episodes=args.episodes,
+            conditions=tuple(c.strip() for c in args.conditions.split(",") if c.strip()),
+            backgrounds=args.backgrounds, out=args.out, media_episodes=args.video, workers=args.workers,
+            device=args.device, torch_threads=args.threads,
+        )
+    except ValueError as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -38,17 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from grasp_s2r.control.evaluate import evaluate, results_table
     from grasp_s2r.control.rollout import VisionUnavailable
 
-    if not Path(args.policy).is_file():
-        raise UsageError(f"no controller checkpoint at {args.policy}; train one with 'grasp-s2r dagger --out DIR'")
-    if args.backgrounds and not Path(args.backgrounds).is_dir():
-        raise UsageError(f"--backgrounds {args.backgrounds} is not a folder")
+    cfg = config_from_args(args)
     try:
-        cfg = EvalConfig(
-            policy=args.policy, vision=args.vision, masks=args.masks, episodes=args.episodes,
-            conditions=tuple(c.strip() for c in args.conditions.split(",") if c.strip()),
-            backgrounds=args.backgrounds, out=args.out, media_episodes=args.video, workers=args.workers,
-            device=args.device, torch_threads=args.threads,
-        )
         results = evaluate(cfg, progress=not args.quiet)
     except (ValueError, VisionUnavailable, FileNotFoundError) as e:
         raise UsageError(str(e).splitlines()[0]) from None
