@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -65,6 +66,11 @@ def test_artifacts_carry_their_config_and_version(tiny_run):
     lines = result.curve_csv.read_text().splitlines()
     assert len(lines) == 3 and lines[0].startswith("round,beta,labels")
     assert result.curve_png.stat().st_size > 10_000
+    curve = json.loads((out / "curve.json").read_text())
+    assert curve["format_version"] == 1 and curve["config"]["rounds"] == 2 and len(curve["rows"]) == 2
+    from PIL import Image
+
+    assert json.loads(Image.open(result.curve_png).info["Description"])["episodes_per_round"] == 2
 
 
 def test_rerun_is_a_no_op_and_another_config_is_refused(tiny_run):

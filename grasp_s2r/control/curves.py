@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,24 @@ def write_curve_csv(rows: Sequence[dict[str, Any]], path: Path) -> Path:
     return Path(path)
 
 
-def plot_curve(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> Path:
-    """Success (with 95 % Wilson CI) and training loss against expert labels, DAgger vs BC."""
+CURVE_FORMAT = "grasp_s2r.dagger-curve"
+CURVE_FORMAT_VERSION = 1
+
+
+def write_curve_json(rows: Sequence[dict[str, Any]], config: dict[str, Any], path: Path) -> Path:
+    """The curve with its format version and the config of the run that made it."""
+    blob = {"format": CURVE_FORMAT, "format_version": CURVE_FORMAT_VERSION, "config": config,
+            "columns": list(CURVE_COLUMNS), "rows": list(rows)}
+    atomic_write(Path(path), json.dumps(blob, indent=2).encode())
+    return Path(path)
+
+
+def plot_curve(rows: Sequence[dict[str, Any]], path: Path, title: str = "", config: dict[str, Any] | None = None,
+               ) -> Path:
+    """Success (with 95 % Wilson CI) and training loss against expert labels, DAgger vs BC.
+
+    ``config`` is stored in the PNG's metadata (``Description``), with the curve format version.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -61,7 +78,10 @@ def plot_curve(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> P
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    meta = {"Software": f"{CURVE_FORMAT} v{CURVE_FORMAT_VERSION}"}
+    if config is not None:
+        meta["Description"] = json.dumps(config)
+    fig.savefig(buf, format="png", dpi=110, metadata=meta)
     plt.close(fig)
     atomic_write(Path(path), buf.getvalue())
     return Path(path)

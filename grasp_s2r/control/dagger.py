@@ -12,6 +12,7 @@ On-disk layout of a run folder ``OUT/``::
     OUT/checkpoints/bc-NNN.pt       BC baseline trained on as many expert labels as DAgger had
     OUT/policy.pt                   the latest round's controller (what ``grasp-s2r eval`` takes)
     OUT/curve.csv, OUT/curve.png    learning curve: success and loss per round, DAgger vs BC
+    OUT/curve.json                  the same rows + format version + the run's config
 
 Round r: (1) roll out the mixture policy (β_r; round 0 is β = 1, the expert) and label every
 visited state with the expert; (2) train the controller on the labels of rounds 0..r, warm-started
@@ -37,7 +38,7 @@ from tqdm import tqdm
 from grasp_s2r import __version__
 from grasp_s2r.control import seeds
 from grasp_s2r.control.conditions import CONDITIONS, Condition
-from grasp_s2r.control.curves import plot_curve, write_curve_csv
+from grasp_s2r.control.curves import plot_curve, write_curve_csv, write_curve_json
 from grasp_s2r.control.files import atomic_write
 from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
 from grasp_s2r.control.rollout import (
@@ -397,9 +398,10 @@ def run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
         for r in range(len(rows), cfg.rounds):
             rows.append(run.round(r))
             write_curve_csv(rows, out / "curve.csv")
-            plot_curve(rows, out / "curve.png", title=f"{out.name}: masks={cfg.masks}, {cfg.episodes_per_round} "
-                       f"episodes/round, {cfg.beta_schedule} beta, {cfg.eval_episodes} eval episodes "
-                       f"({', '.join(cfg.eval_conditions)})")
+            write_curve_json(rows, cfg.to_dict(), out / "curve.json")
+            title = (f"{out.name}: masks={cfg.masks}, {cfg.episodes_per_round} episodes/round, {cfg.beta_schedule} "
+                     f"beta, {cfg.eval_episodes} eval episodes ({', '.join(cfg.eval_conditions)})")
+            plot_curve(rows, out / "curve.png", title=title, config=cfg.to_dict())
             tqdm.write(summary_line(rows[-1], cfg.rounds))
     if not rows:
         raise RuntimeError("no round completed")
