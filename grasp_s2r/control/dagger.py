@@ -39,6 +39,7 @@ from grasp_s2r import __version__
 from grasp_s2r.control import seeds
 from grasp_s2r.control.conditions import CONDITIONS, Condition
 from grasp_s2r.control.curves import plot_curve, write_curve_csv, write_curve_json
+from grasp_s2r.control.demos import import_demos
 from grasp_s2r.control.files import atomic_write
 from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
 from grasp_s2r.control.rollout import (
@@ -244,7 +245,9 @@ class _Run:
         root = self.round_dir(r)
         config = {"run": self.cfg.identity(), "round": r, "beta": beta}
         if r == 0 and self.cfg.demos:
-            return self._import_demos(root, config)
+            import_demos(Path(self.cfg.demos), root, {**config, "demos": self.cfg.demos}, self.cfg.env, self.masks,
+                         self.cfg.episodes_per_round, ROUND_KIND, self.progress)
+            return float("nan")
         todo = sorted(set(range(self.cfg.episodes_per_round)) - set(finished_indices(root) if root.is_dir() else []))
         write = self._writer(root, config, ROUND_KIND, dict(enumerate(todo)))
         requests = [self.train_request(seeds.dagger_train_seed(r, i), beta) for i in todo]
@@ -253,37 +256,6 @@ class _Run:
                              desc=f"round {r} rollouts (beta {beta:.2f})")
         return sum(rec.length for rec in recs) / max(time.perf_counter() - t0, 1e-9)
 
-    def _import_demos(self, root: Path, config: dict[str, Any]) -> float:
-        demos = EpisodeDataset(self.cfg.demos)
-        demo_env = demos.meta.get("config", {}).get("env")
-        mine = json.loads(json.dumps(self.cfg.env.to_dict()))
-        if demo_env is not None and demo_env != mine:
-            if {k: v for k, v in demo_env.items() if k != "randomization"} != \
-                    {k: v for k, v in mine.items() if k != "randomization"}:
-                raise ValueError(f"demos {self.cfg.demos} were collected with another scene or camera than this run's; "
-                                 "collect them with the same options, or leave --demos out")
-            tqdm.write(f"note: demos {self.cfg.demos} use other randomization settings than this run (e.g. camera "
-                       "jitter); they are expert labels all the same and are used as round 0")
-        n = min(len(demos), self.cfg.episodes_per_round)
-        init_dataset(root, {**config, "demos": str(self.cfg.demos)}, rollout_features(self.cfg.env), ROUND_KIND)
-        remove_partial(root)
-        done = set(finished_indices(root))
-        for i in tqdm(range(n), desc="round 0 from demos", unit="ep", disable=not self.progress, leave=False):
-            if i in done:
-                continue
-            ep = demos.episode(i)
-            rgb, gt, action = np.asarray(ep["rgb"]), np.asarray(ep["sphere_mask"]), np.asarray(ep["action"])
-            if rgb.shape[1:3] != (self.cfg.env.camera.height_px, self.cfg.env.camera.width_px):
-                raise ValueError(f"demos {self.cfg.demos} have {rgb.shape[1:3]} px images, the run's camera differs")
-            arrays = {
-                "rgb": rgb, "sphere_mask": gt, "input_mask": self.masks(rgb, gt),
-                "proprio": np.asarray(ep["proprio"]), "action": action,
-                "learner_action": np.full_like(action, np.nan), "executed_action": action,
-                "from_expert": np.ones(len(action), bool), "phase": np.asarray(ep["phase"]),
-                "state": np.asarray(ep["state"]),
-            }
-            write_episode(root, i, arrays, {**ep.info, "beta": 1.0, "condition": "demos"})
-        return float("nan")
 
     def ensure_bc_labels(self, n_labels: int) -> list[Path]:
         """Expert-only datasets holding at least ``n_labels`` labels: round 0, then ``bc-expert/``."""
