@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from grasp_s2r.sim.camera import Frame
-from grasp_s2r.vision.augment import AugmentConfig, Augmenter
+from grasp_s2r.vision.augment import NO_AUGMENT, Augmenter
 from grasp_s2r.vision.backgrounds import (
     EMBEDDED_HELDOUT,
     EMBEDDED_TRAIN,
@@ -21,8 +21,6 @@ from grasp_s2r.vision.backgrounds import (
 from grasp_s2r.vision.composite import CompositeConfig, composite_frame
 from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for
 from grasp_s2r.vision.simviews import SimViewSampler, ViewConfig
-
-NO_AUGMENT = AugmentConfig(color_jitter_prob=0, noise_prob=0, blur_prob=0, jpeg_prob=0, affine_prob=0)
 
 
 @pytest.fixture(scope="module")

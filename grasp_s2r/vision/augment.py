@@ -43,6 +43,10 @@ class AugmentConfig:
     """Max absolute affine translation, as a fraction of the image size."""
 
 
+NO_AUGMENT = AugmentConfig(color_jitter_prob=0.0, noise_prob=0.0, blur_prob=0.0, jpeg_prob=0.0, affine_prob=0.0)
+"""Every transform off: composites exactly as pasted."""
+
+
 def build_augment(cfg: AugmentConfig) -> A.Compose:
     """The albumentations pipeline for ``cfg``; reseed it per sample with ``set_random_seed``."""
     return A.Compose([

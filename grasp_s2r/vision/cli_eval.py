@@ -22,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "held-out-photo composites)")
     parser.add_argument("--n-images", type=positive_int, default=1000, help="held-out composites (default: 1000)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the held-out composites (default: 1)")
+    parser.add_argument("--no-augment", action="store_true",
+                        help="held-out composites without the training augmentation (no noise, blur, JPEG, jitter)")
     parser.add_argument("--backgrounds", type=Path, default=None,
                         help="your own photos folder, for held-out composites (default: embedded photos)")
     parser.add_argument("--out", type=Path, default=Path("runs/eval-vision"),
@@ -43,7 +45,9 @@ def _overlay_order(result: EvalResult) -> list[int]:
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from grasp_s2r.vision.augment import NO_AUGMENT
     from grasp_s2r.vision.backgrounds import BackgroundError
+    from grasp_s2r.vision.dataset import DataConfig
     from grasp_s2r.vision.evaluate import EvalConfig, evaluate
     from grasp_s2r.vision.folder import DataFolderError
     from grasp_s2r.vision.metrics import format_table
@@ -53,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     model = args.model or default_checkpoint_path()
-    cfg = EvalConfig(n_images=args.n_images, seed=args.seed, batch_size=args.batch_size)
+    data = DataConfig(augment=NO_AUGMENT) if args.no_augment else DataConfig()
+    cfg = EvalConfig(n_images=args.n_images, seed=args.seed, batch_size=args.batch_size, data=data)
     try:
         result = evaluate(model, cfg=cfg, data_dir=args.data, backgrounds_dir=args.backgrounds, device=args.device)
     except (CheckpointError, DataFolderError, BackgroundError) as e:
@@ -63,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"bad --device {args.device!r}: {str(e).splitlines()[0]}") from None
         raise
     m = result.report["metrics"]
-    source = f"folder {args.data}" if args.data else f"{args.n_images} held-out-photo composites (seed {args.seed})"
+    clean = ", no augmentation" if args.no_augment else ""
+    source = f"folder {args.data}" if args.data else f"{args.n_images} held-out-photo composites (seed {args.seed}{clean})"
     print(format_table(m, f"eval-vision: {model} on {source}"))
     args.out.mkdir(parents=True, exist_ok=True)
     report_path = args.out / "metrics.json"
