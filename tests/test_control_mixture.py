@@ -98,3 +98,24 @@ def test_mixed_rollouts_record_both_sources(rollouts):
         np.testing.assert_allclose(a["executed_action"][a["from_expert"]], a["action"][a["from_expert"]], atol=1e-6)
         learner = ~a["from_expert"]
         np.testing.assert_allclose(a["executed_action"][learner], a["learner_action"][learner], atol=1e-6)
+
+
+class ConstantPolicy:
+    """Always the same action: drives the gripper down into a workspace corner, away from the sphere."""
+
+    def act(self, masks: np.ndarray, proprio: np.ndarray) -> np.ndarray:
+        return np.tile([1.0, 1.0, -1.0, -1.0], (len(masks), 1))
+
+
+def test_learner_rollouts_stop_after_the_allowed_blind_steps():
+    requests = [EpisodeRequest(seed=s, beta=0.0) for s in (1, 2)]
+    env = EnvConfig(scene=SceneConfig(max_episode_steps=40))
+    with RolloutPool(env, 2) as pool:
+        full = pool.run(requests, ConstantPolicy(), GroundTruthMasks(), progress=False)
+        cut = pool.run(requests, ConstantPolicy(), GroundTruthMasks(), progress=False, max_blind_steps=3)
+    for f, c in zip(full, cut):
+        assert f.length == 40 and not f.info["stopped_blind"]
+        assert c.info["stopped_blind"] and not c.success and c.length < f.length
+        visible = c.arrays["input_mask"].any(axis=(1, 2))
+        assert visible[0] and not visible[-3:].any() and visible[-4]  # exactly 3 blind steps were labelled
+        np.testing.assert_array_equal(c.arrays["action"], f.arrays["action"][: c.length])

@@ -35,6 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vision", default="", metavar="CKPT", help="segmenter checkpoint (default: the packaged one)")
     p.add_argument("--raw-sim", action="store_true",
                    help="roll out on raw sim renders instead of composites onto the training photos")
+    p.add_argument("--blind-cutoff", type=non_negative_int, default=d.blind_cutoff_steps, metavar="STEPS",
+                   help="end a learner rollout after this many consecutive empty-mask steps, 0: never "
+                        "(default %(default)s)")
     p.add_argument("--demos", default="", metavar="DIR", help="a 'grasp-s2r collect' dataset to use as round 0")
     p.add_argument("--no-bc", action="store_true", help="skip the behavior-cloning baseline")
     p.add_argument("--workers", type=positive_int, default=d.workers, help="env processes (default %(default)s)")
@@ -72,6 +75,7 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
             beta_schedule=args.beta_schedule,
             beta_rampdown_rounds=args.beta_rampdown, beta_decay=args.beta_decay, masks=args.masks,
             vision_checkpoint=args.vision, backgrounds="" if args.raw_sim else "train", demos=args.demos,
+            blind_cutoff_steps=args.blind_cutoff,
             bc_baseline=not args.no_bc, workers=args.workers, device=args.device, torch_threads=args.threads,
             seed=args.seed,
             train=TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=args.lr, xyz_loss=args.xyz_loss),

@@ -121,6 +121,11 @@ class DaggerConfig:
     disturbance_below_m: tuple[float, float] = (0.02, 0.08)
     """The push happens when the TCP first descends to a height above the sphere drawn from this range
     (low pushes put the sphere out of view: the learner must learn to rise and look)."""
+    blind_cutoff_steps: int = 5
+    """DAgger rollouts in which the learner acts (beta < 1) end once the controller's input mask has been
+    empty for more than this many consecutive steps (0: never). The first blind steps are labelled
+    (what to do when the sphere leaves the view); the rest of a blind wander until the step budget
+    would only add labels the mask cannot explain."""
     demos: str = ""
     """Optional ``grasp-s2r collect`` dataset used as round 0 (its first episodes_per_round episodes)."""
     bc_baseline: bool = True
@@ -146,6 +151,8 @@ class DaggerConfig:
         unknown = [c for c in self.eval_conditions if c not in CONDITIONS]
         if unknown or not self.eval_conditions:
             raise ValueError(f"eval_conditions must be names from {', '.join(CONDITIONS)}, got {self.eval_conditions}")
+        if self.blind_cutoff_steps < 0:
+            raise ValueError(f"blind_cutoff_steps must be >= 0, got {self.blind_cutoff_steps}")
         if not 0.0 <= self.disturbance_prob <= 1.0:
             raise ValueError(f"disturbance_prob must be in [0, 1], got {self.disturbance_prob}")
         if not 0.0 <= self.beta_decay <= 1.0:
@@ -252,8 +259,9 @@ class _Run:
         write = self._writer(root, config, ROUND_KIND, dict(enumerate(todo)))
         requests = [self.train_request(seeds.dagger_train_seed(r, i), beta) for i in todo]
         t0 = time.perf_counter()
+        cutoff = self.cfg.blind_cutoff_steps if beta < 1 and self.cfg.blind_cutoff_steps > 0 else None
         recs = self.pool.run(requests, policy, self.masks, on_episode=write, progress=self.progress,
-                             desc=f"round {r} rollouts (beta {beta:.2f})")
+                             desc=f"round {r} rollouts (beta {beta:.2f})", max_blind_steps=cutoff)
         return sum(rec.length for rec in recs) / max(time.perf_counter() - t0, 1e-9)
 
 

@@ -205,6 +205,8 @@ class _Active:
         self.steps: dict[str, list[np.ndarray]] = {k: [] for k in _STEP_KEYS}
         self.length = 0
         self.n_expert = 0
+        self.blind_steps = 0
+        """Consecutive steps with an empty controller input mask."""
         self.params: dict[str, Any] = {}
 
 
@@ -250,12 +252,14 @@ class RolloutPool:
         self, requests: Sequence[EpisodeRequest], policy: Policy | None, masks: MaskSource, *,
         record: Callable[[int], bool] = lambda i: True,
         on_episode: Callable[[EpisodeRecord], None] | None = None,
-        progress: bool = True, desc: str = "rollout",
+        progress: bool = True, desc: str = "rollout", max_blind_steps: int | None = None,
     ) -> list[EpisodeRecord]:
         """Play ``requests`` (in order of start) and return their records in request order.
 
         ``record(i)``: whether request i keeps its per-step arrays. ``on_episode`` is called as each
         episode finishes (e.g. to write it to disk) — records are returned all the same.
+        ``max_blind_steps``: end an episode (as a failure, ``info["stopped_blind"]``) once the
+        controller's input mask has been empty for more than this many consecutive steps.
         """
         if policy is None and any(r.beta < 1 for r in requests):
             raise ValueError("a policy is needed for episodes with beta < 1")
@@ -286,8 +290,13 @@ class RolloutPool:
             query = [j for j, w in enumerate(ids) if active[w].request.beta < 1]
             if query:
                 learner[query] = policy.act(input_masks[query], proprio[query])
+            stopped = set()
             for j, w in enumerate(ids):
                 ep, o = active[w], obs[w]
+                ep.blind_steps = 0 if input_masks[j].any() else ep.blind_steps + 1
+                if max_blind_steps is not None and ep.blind_steps > max_blind_steps:
+                    stopped.add(w)  # this state is neither labelled nor acted on
+                    continue
                 lrn = None if ep.request.beta >= 1 else learner[j]
                 executed, from_expert = mix_actions(o["action"], lrn, ep.request.beta, ep.rng)
                 ep.length += 1
@@ -300,9 +309,12 @@ class RolloutPool:
                 self.conns[w].send(("step", executed[0]))
             restarted = []
             for w in ids:
-                obs[w] = self.conns[w].recv()
-                if not obs[w]["done"]:
-                    continue
+                if w in stopped:
+                    obs[w] = {**obs[w], "success": False, "stopped_blind": True}
+                else:
+                    obs[w] = self.conns[w].recv()
+                    if not obs[w]["done"]:
+                        continue
                 rec = self._finish(active.pop(w), obs[w])
                 out[rec.info["request_index"]] = rec
                 if on_episode is not None:
@@ -324,6 +336,7 @@ class RolloutPool:
             "seed": req.seed, "success": last["success"], "length": ep.length, "beta": req.beta,
             "condition": req.condition.name, "expert_steps": ep.n_expert, "params": ep.params,
             "events": last.get("events", []), "request_index": ep.index,
+            "stopped_blind": bool(last.get("stopped_blind", False)),
         }
         arrays = {}
         if ep.record:
