@@ -146,3 +146,11 @@ def test_bad_backgrounds_folder(tmp_path):
     (tmp_path / "b.png").write_bytes(b"not a png")
     with pytest.raises(BackgroundError, match="cannot read"):
         load_backgrounds("train", tmp_path)
+
+
+def test_background_of_another_size_is_resized(frame_with_sphere, rng):
+    big = np.full((300, 451, 3), 90, np.uint8)
+    rgb, mask = composite_frame(frame_with_sphere, big, rng, CompositeConfig(edge_sigma_px=(0, 0), shadow_prob=0.0))
+    paste = frame_with_sphere.sphere_mask | frame_with_sphere.gripper_mask
+    assert rgb.shape == frame_with_sphere.rgb.shape and mask.shape == frame_with_sphere.sphere_mask.shape
+    assert (rgb[~paste] == 90).all()
