@@ -28,7 +28,7 @@ class PipelineConfig:
     """Root folder; stages write into sub-folders."""
     demo_episodes: int = 24
     """Expert episodes of ``collect`` (DAgger round 0)."""
-    vision_steps: int = 1500
+    vision_steps: int = 600
     """Optimizer steps of the segmentation network."""
     vision_eval_images: int = 500
     """Held-out-photo composites for ``eval-vision``."""
