@@ -121,11 +121,11 @@ class DaggerConfig:
     disturbance_below_m: tuple[float, float] = (0.02, 0.08)
     """The push happens when the TCP first descends to a height above the sphere drawn from this range
     (low pushes put the sphere out of view: the learner must learn to rise and look)."""
-    blind_cutoff_steps: int = 5
+    blind_cutoff_steps: int = 0
     """DAgger rollouts in which the learner acts (beta < 1) end once the controller's input mask has been
-    empty for more than this many consecutive steps (0: never). The first blind steps are labelled
-    (what to do when the sphere leaves the view); the rest of a blind wander until the step budget
-    would only add labels the mask cannot explain."""
+    empty for more than this many consecutive steps (0: never, plain DAgger). The first blind steps
+    are labelled; the rest of a blind wander would only add labels the mask cannot explain. Measured
+    (docs/control.md): 5 made no difference beyond run-to-run noise, hence off by default."""
     demos: str = ""
     """Optional ``grasp-s2r collect`` dataset used as round 0 (its first episodes_per_round episodes)."""
     bc_baseline: bool = True
