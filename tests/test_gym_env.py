@@ -11,7 +11,7 @@ def test_registered_env_passes_check_env():
         check_env(env.unwrapped, skip_render_check=True)
         obs, info = env.reset(seed=3)
         assert obs["rgb"].shape == (64, 64, 3) and info["sphere_mask"].shape == (64, 64)
-        obs, reward, terminated, truncated, info = env.step(np.zeros(4, np.float32))
+        obs, reward, terminated, _truncated, info = env.step(np.zeros(4, np.float32))
         assert reward == 0.0 and not terminated
     finally:
         env.close()

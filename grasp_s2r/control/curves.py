@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grasp_s2r.control.files import atomic_write
+from grasp_s2r.files import atomic_write
 
 CURVE_COLUMNS = (
     "round", "beta", "labels", "new_labels", "dagger_loss", "dagger_successes", "dagger_success_rate",

@@ -40,7 +40,6 @@ from grasp_s2r.control import seeds
 from grasp_s2r.control.conditions import CONDITIONS, Condition
 from grasp_s2r.control.curves import plot_curve, write_curve_csv, write_curve_json
 from grasp_s2r.control.demos import import_demos
-from grasp_s2r.control.files import atomic_write
 from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
 from grasp_s2r.control.rollout import (
     EpisodeRecord,
@@ -52,6 +51,7 @@ from grasp_s2r.control.rollout import (
 )
 from grasp_s2r.control.train import TrainConfig, fit, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices, init_dataset, remove_partial, write_episode
+from grasp_s2r.files import atomic_write
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import wilson_interval
 

@@ -29,7 +29,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from grasp_s2r import __version__
-from grasp_s2r.control.files import atomic_write
+from grasp_s2r.files import atomic_write
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
 CHECKPOINT_FORMAT = "grasp_s2r.controller"

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from grasp_s2r import __version__
+from grasp_s2r.files import atomic_write
 
 FORMAT_NAME = "grasp_s2r.episodes"
 FORMAT_VERSION = 1
@@ -40,15 +41,6 @@ class DatasetError(Exception):
 
 def episode_dirname(index: int) -> str:
     return f"episode-{index:06d}"
-
-
-def _write_json_atomic(path: Path, obj: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def feature_schema(arrays: Mapping[str, np.ndarray]) -> dict[str, dict[str, Any]]:
@@ -78,7 +70,7 @@ def init_dataset(root: Path, config: dict[str, Any], features: dict[str, Any], k
             raise DatasetError(f"{root} was made with another config ({diff}); use a new --out folder")
         return old
     root.mkdir(parents=True, exist_ok=True)
-    _write_json_atomic(root / META_FILE, meta)
+    atomic_write(root / META_FILE, json.dumps(meta, indent=2, sort_keys=True).encode())
     return meta
 
 

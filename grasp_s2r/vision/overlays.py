@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
 import cv2
 import numpy as np
+
+from grasp_s2r.files import atomic_write
 
 TP_RGB = (40, 220, 40)
 """Overlay colour of true-positive pixels (green)."""
@@ -93,8 +96,7 @@ def save_training_curve(history: Sequence[dict[str, float]], path: Path) -> None
     ax_val.legend(loc="lower right")
     ax_val.grid(alpha=0.3)
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(path).with_name(f".tmp-{Path(path).name}")
-    fig.savefig(tmp, dpi=100, format="png")
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=100, format="png")
     plt.close(fig)
-    tmp.replace(path)
+    atomic_write(Path(path), buf.getvalue())

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +27,7 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from grasp_s2r.files import atomic_write
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.metrics import pixel_metrics
@@ -146,18 +147,17 @@ def resolve_amp(amp: str, device: torch.device) -> bool:
 
 
 def _save_atomic(obj: Any, path: Path) -> None:
-    tmp = path.with_name(f".tmp-{path.name}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    atomic_write(path, buf.getvalue())
 
 
 def _write_curve_csv(history: list[dict[str, float]], path: Path) -> None:
-    tmp = path.with_name(f".tmp-{path.name}")
-    with open(tmp, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CURVE_FIELDS)
-        writer.writeheader()
-        writer.writerows(history)
-    os.replace(tmp, path)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=CURVE_FIELDS)
+    writer.writeheader()
+    writer.writerows(history)
+    atomic_write(path, text.getvalue().encode())
 
 
 def _run_config(cfg: TrainConfig, split: dict[str, list[str]]) -> dict[str, Any]:

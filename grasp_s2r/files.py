@@ -1,4 +1,4 @@
-"""Atomic file writes for the control artifacts (checkpoints, curves, run and eval JSON)."""
+"""Atomic file writes: every artifact (checkpoint, curve, report, metadata) goes through here."""
 
 from __future__ import annotations
 
