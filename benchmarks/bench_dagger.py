@@ -24,10 +24,22 @@ from grasp_s2r.control import cli_dagger
 from grasp_s2r.control.dagger import run_dagger
 from grasp_s2r.control.evaluate import EvalConfig, evaluate
 from grasp_s2r.control.policy import default_device
+from grasp_s2r.stats import difference_interval, format_difference
 
 
 def _rate(r: dict) -> str:
     return f"{100 * r['success_rate']:5.1f} % [{100 * r['ci_low']:.0f}-{100 * r['ci_high']:.0f}]"
+
+
+def _pooled(dagger: list[tuple[int, int]], bc: list[tuple[int, int]]) -> str:
+    """DAgger vs BC from (successes, episodes) pairs summed up: both rates and the difference with its 95 % CI."""
+    kd, nd = map(sum, zip(*dagger))
+    kb, nb = map(sum, zip(*bc))
+    _, lo, hi = difference_interval(kd, nd, kb, nb)
+    verdict = ("DAgger beats BC (interval above 0)" if lo > 0 else "BC beats DAgger (interval below 0)" if hi < 0
+               else "no significant difference (interval spans 0)")
+    return (f"DAgger {kd}/{nd} = {100 * kd / nd:.1f} %, BC {kb}/{nb} = {100 * kb / nb:.1f} %, "
+            f"difference {format_difference(kd, nd, kb, nb)}: {verdict}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mean success over rounds 1..{rows[-1]['round']}: DAgger {100 * dag:.1f} %, BC {100 * bc:.1f} % "
               f"-> DAgger {'beats' if dag > bc else 'does NOT beat'} BC; last round: DAgger "
               f"{100 * rows[-1]['dagger_success_rate']:.1f} %, BC {100 * rows[-1]['bc_success_rate']:.1f} %")
+        on_policy = [r for r in later if r["beta"] == 0.0]
+        if on_policy:
+            print(f"pooled over the rounds with beta = 0 ({', '.join(str(r['round']) for r in on_policy)}): "
+                  + _pooled([(r["dagger_successes"], r["eval_episodes"]) for r in on_policy],
+                            [(r["bc_successes"], r["eval_episodes"]) for r in on_policy]))
 
     last = rows[-1]["round"]
     bc_ckpt = result.policy_path.parent / "checkpoints" / f"bc-{last:03d}.pt"
@@ -76,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         for c in conditions:
             d, b = rates["DAgger"][c], rates["BC"][c]
             print(f"  {c:<20} DAgger {_rate(d)}   BC {_rate(b)}")
+        print("  pooled over these conditions: " + _pooled(
+            [(rates["DAgger"][c]["successes"], rates["DAgger"][c]["episodes"]) for c in conditions],
+            [(rates["BC"][c]["successes"], rates["BC"][c]["episodes"]) for c in conditions]))
 
     rollout_s = sum(r["rollout_s"] for r in rows)
     train_s = sum(r["train_s"] for r in rows)

@@ -16,6 +16,7 @@ from grasp_s2r.vision.backgrounds import (
     BackgroundError,
     load_backgrounds,
     random_crop,
+    recolor,
     split_names,
 )
 from grasp_s2r.vision.composite import CompositeConfig, composite_frame
@@ -154,3 +155,32 @@ def test_background_of_another_size_is_resized(frame_with_sphere, rng):
     paste = frame_with_sphere.sphere_mask | frame_with_sphere.gripper_mask
     assert rgb.shape == frame_with_sphere.rgb.shape and mask.shape == frame_with_sphere.sphere_mask.shape
     assert (rgb[~paste] == 90).all()
+
+
+def test_recolor_is_seeded_and_tints_grey_photos(rng):
+    grey = np.repeat(np.linspace(0, 255, 32 * 32).reshape(32, 32, 1), 3, axis=2).astype(np.uint8)
+    a, b = recolor(grey, np.random.default_rng(7)), recolor(grey, np.random.default_rng(7))
+    assert a.dtype == np.uint8 and a.shape == grey.shape and np.array_equal(a, b)
+    tinted = [recolor(grey, np.random.default_rng(k)) for k in range(8)]
+    assert any(np.abs(t[:, :, 0].astype(int) - t[:, :, 1]).mean() > 5 for t in tinted), "a grey photo stays grey"
+
+
+def test_recolored_backgrounds_change_the_photo_only(photos):
+    # GIVEN the same items with and without background recolouring (no augmentation)
+    view = ViewConfig(empty_prob=0.0, near_offset_prob=1.0)
+    plain, colored = (CompositeDataset(env_config=env_config_for(32), backgrounds=photos, stream="train", seed=4,
+                                       length=8, data=DataConfig(view=view, augment=NO_AUGMENT,
+                                                                 background_recolor_prob=p)) for p in (0.0, 1.0))
+    try:
+        for i in range(4):
+            (rp, mp), (rc, mc) = plain.sample(i), colored.sample(i)
+            frame = plain.frame(i // plain.data.renders_per_view)
+            pasted = frame.sphere_mask | frame.gripper_mask
+            inner = cv2.erode(pasted.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)  # alpha ~1 there
+            # THEN labels and the pasted objects' inner pixels are identical, the photo pixels are not
+            assert np.array_equal(mp, mc)
+            assert inner.any() and np.abs(rp[inner].astype(int) - rc[inner]).max() <= 2
+            assert (np.abs(rp[~pasted].astype(int) - rc[~pasted]).max(axis=1) > 8).mean() > 0.3
+    finally:
+        plain.close()
+        colored.close()

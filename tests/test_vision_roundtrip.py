@@ -16,6 +16,7 @@ from grasp_s2r.vision.model import build_model
 from grasp_s2r.vision.segmenter import Segmenter, make_checkpoint
 
 TINY = ["--image-size", "32", "--batch-size", "16", "--width", "8", "--val-every", "40", "--lr", "0.01", "--threads", "1",
+        "--recolor-prob", "0",  # 120 steps learn the plain photos; recolouring is covered in test_vision_composite
         "--no-progress"]
 EVAL = ["--n-images", "96", "--seed", "5", "--threads", "1"]
 
@@ -86,3 +87,20 @@ def test_console_script_reports_missing_checkpoint(tmp_path):
     assert proc.returncode == 2
     expected = f"grasp-s2r eval-vision: error: checkpoint {tmp_path / 'no.pt'} does not exist"
     assert proc.stderr.strip().splitlines() == [expected]
+
+
+def test_init_starts_from_a_checkpoint_and_refuses_another_network(trained, tmp_path, capsys):
+    # GIVEN a finished run, WHEN a new run starts from its weights with a vanishing learning rate
+    out = tmp_path / "finetune"
+    assert main(["train-vision", "--out", str(out), "--steps", "1", "--init", str(trained / "model.pt"),
+                 *[a if a != "0.01" else "1e-12" for a in TINY]]) == 0
+    # THEN it holds the same weights and records where they came from
+    a = dict(Segmenter.load(trained / "model.pt", device="cpu").model.named_parameters())
+    b = dict(Segmenter.load(out / "model.pt", device="cpu").model.named_parameters())  # (BN statistics move)
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert json.loads((out / "config.json").read_text())["train"]["init_checkpoint"] == str(trained / "model.pt")
+    # a checkpoint of another width is refused with one line
+    other = [a if a != "8" else "6" for a in TINY]
+    assert main(["train-vision", "--out", str(tmp_path / "bad"), "--steps", "1", "--init", str(trained / "model.pt"),
+                 *other]) == 2
+    assert "--init" in capsys.readouterr().err

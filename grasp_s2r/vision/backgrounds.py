@@ -135,3 +135,20 @@ def random_crop(photo_rgb: np.ndarray, out_hw: tuple[int, int], rng: np.random.G
     out_h, out_w = out_hw
     interp = cv2.INTER_AREA if crop.shape[0] > out_h else cv2.INTER_LINEAR
     return cv2.resize(np.ascontiguousarray(crop), (out_w, out_h), interpolation=interp)
+
+
+def recolor(photo_rgb: np.ndarray, rng: np.random.Generator, invert_prob: float = 0.2) -> np.ndarray:
+    """A photo with its colours randomized: channel permutation, hue rotation, saturation scale, a colour cast
+    (which tints grey photos too), maybe inverted.
+
+    Domain randomization of the *training* backgrounds: 14 photos hold few hues, and a network trained on
+    them learns "the sphere is the odd colour" instead of its shape; recoloured photos keep real textures
+    and edges with any colours. Returns uint8 (H, W, 3).
+    """
+    img = np.ascontiguousarray(photo_rgb[:, :, rng.permutation(3)])
+    hsv = cv2.cvtColor(img, cv2.COLOR_RGB2HSV).astype(np.int16)
+    hsv[:, :, 0] = (hsv[:, :, 0] + int(rng.integers(0, 180))) % 180
+    hsv[:, :, 1] = np.clip(hsv[:, :, 1] * rng.uniform(0.5, 1.5), 0, 255)
+    img = cv2.cvtColor(hsv.astype(np.uint8), cv2.COLOR_HSV2RGB)
+    img = np.clip(img * rng.uniform(0.6, 1.4, size=3).astype(np.float32), 0, 255).astype(np.uint8)
+    return 255 - img if rng.random() < invert_prob else img

@@ -27,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--amp", choices=("auto", "on", "off"), default="auto",
                         help="bf16 mixed precision (auto: on CUDA and on CPUs with AMX)")
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--init", type=Path, default=None,
+                        help="start from this segmenter checkpoint's weights (fine-tuning; same --arch/--width/--image-size)")
+    parser.add_argument("--recolor-prob", type=float, default=None,
+                        help="share of background crops with randomized colours (default: 0.5)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -34,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from grasp_s2r.vision.dataset import DataConfig
     from grasp_s2r.vision.train import TrainConfig, TrainError, train
 
     if args.threads:
@@ -46,11 +51,15 @@ def run(args: argparse.Namespace) -> int:
         device = torch.device(args.device) if args.device else None
     except RuntimeError as e:
         raise UsageError(f"bad --device {args.device!r}: {e}") from None
+    if args.recolor_prob is not None and not 0.0 <= args.recolor_prob <= 1.0:
+        raise UsageError(f"--recolor-prob must be in [0, 1], got {args.recolor_prob}")
+    extra = {} if args.recolor_prob is None else {"data": DataConfig(background_recolor_prob=args.recolor_prob)}
     try:
         cfg = TrainConfig(
             architecture=args.arch, width=args.width, image_size_px=args.image_size, steps=args.steps,
             batch_size=args.batch_size, lr=args.lr, seed=args.seed, val_every=min(args.val_every, args.steps),
             checkpoint_every=min(args.val_every, args.steps), workers=args.workers,
+            init_checkpoint=str(args.init.resolve()) if args.init else "", **extra,
         )
         final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device, amp=args.amp,
                       progress=not args.no_progress)

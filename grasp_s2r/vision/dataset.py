@@ -23,7 +23,7 @@ from tqdm import tqdm
 from grasp_s2r.sim.camera import Frame
 from grasp_s2r.sim.config import CameraConfig, EnvConfig
 from grasp_s2r.vision.augment import AugmentConfig, Augmenter
-from grasp_s2r.vision.backgrounds import random_crop
+from grasp_s2r.vision.backgrounds import random_crop, recolor
 from grasp_s2r.vision.composite import CompositeConfig, composite_frame
 from grasp_s2r.vision.model import to_input_tensor
 from grasp_s2r.vision.simviews import SimViewSampler, ViewConfig
@@ -48,6 +48,13 @@ class DataConfig:
     """Photometric and geometric augmentation."""
     renders_per_view: int = 4
     """Composites made from one sim render (different photo crops and augmentations)."""
+    background_recolor_prob: float = 0.0
+    """Share of background crops whose colours are randomized (:func:`backgrounds.recolor`). Training sets
+    it (``TrainConfig``: 0.5); evaluation keeps 0, so held-out photos are shown as they are."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.background_recolor_prob <= 1.0:
+            raise ValueError(f"background_recolor_prob must be in [0, 1], got {self.background_recolor_prob}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -104,6 +111,9 @@ class CompositeDataset(Dataset):
         rng = np.random.default_rng([self.seed, STREAMS[self.stream], 1, index])
         photo = self.backgrounds[int(rng.integers(len(self.backgrounds)))]
         background = random_crop(photo, self.image_hw, rng)
+        recolor_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 2, index])  # own stream: the
+        if recolor_rng.random() < self.data.background_recolor_prob:  # paste and augmentation stay the same
+            background = recolor(background, recolor_rng)
         rgb, mask = composite_frame(frame, background, rng, self.data.composite)
         return self._augment(rgb, mask, seed=int(rng.integers(2**31)))
 

@@ -42,6 +42,8 @@ from grasp_s2r.vision.segmenter import (
 )
 
 RUN_FORMAT_VERSION = 1
+TRAIN_RECOLOR_PROB = 0.5
+"""Share of training background crops with randomized colours (measured: see docs/vision.md)."""
 CURVE_FIELDS = ("step", "elapsed_s", "lr", "train_loss", "val_precision", "val_recall", "val_iou")
 
 
@@ -83,8 +85,10 @@ class TrainConfig:
     """Write ``checkpoint-latest.pt`` every this many steps."""
     workers: int = 0
     """DataLoader worker processes (spawned; each renders with its own PyBullet client); 0 = in-process."""
-    data: DataConfig = field(default_factory=DataConfig)
-    """How composites are made."""
+    data: DataConfig = field(default_factory=lambda: DataConfig(background_recolor_prob=TRAIN_RECOLOR_PROB))
+    """How composites are made (training recolours half of the background crops)."""
+    init_checkpoint: str = ""
+    """Segmenter checkpoint whose weights start the run (fine-tuning); "" = random initial weights."""
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -174,6 +178,21 @@ def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
         raise TrainError(f"--resume with a different config ({what}); use the original options or another --out")
 
 
+def _load_initial_weights(model: torch.nn.Module, cfg: TrainConfig) -> None:
+    """Start from the weights of ``cfg.init_checkpoint``; it must be the same network at the same input size."""
+    try:
+        init = read_checkpoint(Path(cfg.init_checkpoint))
+    except CheckpointError as e:
+        raise TrainError(f"--init: {e}") from None
+    same = (init["architecture"] == cfg.architecture and dict(init["arch_kwargs"]) == cfg.arch_kwargs
+            and tuple(init["input_hw"]) == (cfg.image_size_px, cfg.image_size_px))
+    if not same:
+        raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
+                         f"{tuple(init['input_hw'])} px, this run is {cfg.architecture} {cfg.arch_kwargs} at "
+                         f"{cfg.image_size_px} px")
+    model.load_state_dict(init["state_dict"])
+
+
 def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
           device: torch.device | None = None, amp: str = "auto", progress: bool = True) -> Path:
     """Train (or resume) into ``out_dir``; returns the path of the final ``model.pt``.
@@ -208,6 +227,8 @@ def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_
     model = build_model(cfg.architecture, **cfg.arch_kwargs).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     step, history, elapsed0 = 0, [], 0.0
+    if cfg.init_checkpoint and not resume:
+        _load_initial_weights(model, cfg)
     if resume:
         try:
             ckpt = read_checkpoint(latest)
