@@ -128,8 +128,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=positive_int, default=d.workers, help="default %(default)s")
 
 
+def config_from_args(args: argparse.Namespace) -> PipelineConfig:
+    """The :class:`PipelineConfig` of parsed :func:`add_arguments` options (the CLI and the benchmark share it)."""
+    return PipelineConfig(out=args.out, demo_episodes=args.demo_episodes, vision_steps=args.vision_steps,
+                          dagger_rounds=args.dagger_rounds, eval_episodes=args.eval_episodes, workers=args.workers)
+
+
 def run(args: argparse.Namespace) -> int:
-    run_pipeline(PipelineConfig(out=args.out, demo_episodes=args.demo_episodes, vision_steps=args.vision_steps,
-                                dagger_rounds=args.dagger_rounds, eval_episodes=args.eval_episodes,
-                                workers=args.workers))
+    run_pipeline(config_from_args(args))
     return 0

@@ -19,7 +19,7 @@ from grasp_s2r.vision.backgrounds import (
     recolor,
     split_names,
 )
-from grasp_s2r.vision.composite import CompositeConfig, composite_frame
+from grasp_s2r.vision.composite import CompositeConfig, camouflage, composite_frame
 from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for
 from grasp_s2r.vision.simviews import SimViewSampler, ViewConfig
 
@@ -184,3 +184,40 @@ def test_recolored_backgrounds_change_the_photo_only(photos):
     finally:
         plain.close()
         colored.close()
+
+
+def test_camouflage_takes_the_photo_colour_and_keeps_the_shading(frame_with_sphere):
+    # GIVEN a rendered sphere on a uniform teal photo
+    m = frame_with_sphere.sphere_mask
+    photo = np.zeros((*m.shape, 3), np.float32) + np.float32([20, 140, 130])
+    sphere = frame_with_sphere.rgb.astype(np.float32)
+    # WHEN it is camouflaged at the photo's own brightness
+    out = camouflage(sphere, m, photo, brightness=1.0)
+    # THEN only sphere pixels change, their median colour is the photo's, and their shading order is kept
+    assert np.array_equal(out[~m], sphere[~m])
+    assert np.allclose(np.median(out[m], axis=0), [20, 140, 130], atol=12)
+    before, after = sphere[m].mean(axis=1), out[m].mean(axis=1)
+    assert np.corrcoef(before, after)[0, 1] > 0.95
+
+
+def test_camouflaged_composites_keep_their_labels(photos):
+    def dataset(prob: float) -> CompositeDataset:
+        cfg = DataConfig(view=ViewConfig(empty_prob=0.0, near_offset_prob=1.0), augment=NO_AUGMENT,
+                         composite=CompositeConfig(camouflage_prob=prob))
+        return CompositeDataset(env_config=env_config_for(32), data=cfg, backgrounds=photos, stream="train", seed=2,
+                                length=4)
+
+    plain, camo = dataset(0.0), dataset(1.0)
+    try:
+        changed = 0
+        for i in range(4):
+            (rp, mp), (rc, mc) = plain.sample(i), camo.sample(i)
+            frame = camo.frame(i // camo.data.renders_per_view)
+            photo = ~(frame.sphere_mask | frame.gripper_mask)
+            assert np.array_equal(mc, frame.sphere_mask) and np.array_equal(mp, mc)
+            assert np.array_equal(rp[photo], rc[photo])  # the photo (and its shadow) is untouched
+            changed += int(np.abs(rp[mc].astype(int) - rc[mc]).max() > 10)
+        assert changed >= 2, "camouflage did not recolour the spheres"
+    finally:
+        plain.close()
+        camo.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from grasp_s2r.cli import UsageError, positive_int
@@ -30,7 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init", type=Path, default=None,
                         help="start from this segmenter checkpoint's weights (fine-tuning; same --arch/--width/--image-size)")
     parser.add_argument("--recolor-prob", type=float, default=None,
-                        help="share of background crops with randomized colours (default: 0.5)")
+                        help="share of background crops with randomized colours (default: 0)")
+    parser.add_argument("--camouflage-prob", type=float, default=None,
+                        help="share of spheres recoloured like the photo around them (default: 0.3)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -38,8 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from grasp_s2r.vision.dataset import DataConfig
-    from grasp_s2r.vision.train import TrainConfig, TrainError, train
+    from grasp_s2r.vision.train import TRAIN_DATA, TrainConfig, TrainError, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -51,15 +53,21 @@ def run(args: argparse.Namespace) -> int:
         device = torch.device(args.device) if args.device else None
     except RuntimeError as e:
         raise UsageError(f"bad --device {args.device!r}: {e}") from None
-    if args.recolor_prob is not None and not 0.0 <= args.recolor_prob <= 1.0:
-        raise UsageError(f"--recolor-prob must be in [0, 1], got {args.recolor_prob}")
-    extra = {} if args.recolor_prob is None else {"data": DataConfig(background_recolor_prob=args.recolor_prob)}
+    data = TRAIN_DATA
+    for name, value in (("recolor", args.recolor_prob), ("camouflage", args.camouflage_prob)):
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise UsageError(f"--{name}-prob must be in [0, 1], got {value}")
+    if args.recolor_prob is not None:
+        data = dataclasses.replace(data, background_recolor_prob=args.recolor_prob)
+    if args.camouflage_prob is not None:
+        data = dataclasses.replace(data, composite=dataclasses.replace(data.composite,
+                                                                        camouflage_prob=args.camouflage_prob))
     try:
         cfg = TrainConfig(
             architecture=args.arch, width=args.width, image_size_px=args.image_size, steps=args.steps,
             batch_size=args.batch_size, lr=args.lr, seed=args.seed, val_every=min(args.val_every, args.steps),
             checkpoint_every=min(args.val_every, args.steps), workers=args.workers,
-            init_checkpoint=str(args.init.resolve()) if args.init else "", **extra,
+            init_checkpoint=str(args.init.resolve()) if args.init else "", data=data,
         )
         final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device, amp=args.amp,
                       progress=not args.no_progress)

@@ -30,12 +30,20 @@ class CompositeConfig:
     """Range of the blur of the shadow."""
     paste_gripper: bool = True
     """Paste the gripper fingers too (they are in view on the real robot)."""
+    camouflage_prob: float = 0.0
+    """Probability that the sphere takes the colour of the photo around it (keeping its own shading and
+    highlight): hard positives that teach shape and shading, not colour contrast. Training sets it
+    (``TrainConfig``); evaluation keeps 0."""
+    camouflage_brightness: tuple[float, float] = (0.6, 1.4)
+    """Range of the camouflaged sphere's brightness relative to the photo around it."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.shadow_prob <= 1.0:
             raise ValueError(f"shadow_prob must be in [0, 1], got {self.shadow_prob}")
         if self.edge_sigma_px[0] < 0 or self.edge_sigma_px[1] < self.edge_sigma_px[0]:
             raise ValueError(f"edge_sigma_px must be an increasing non-negative range, got {self.edge_sigma_px}")
+        if not 0.0 <= self.camouflage_prob <= 1.0:
+            raise ValueError(f"camouflage_prob must be in [0, 1], got {self.camouflage_prob}")
 
 
 def _blur(a: np.ndarray, sigma: float) -> np.ndarray:
@@ -50,6 +58,23 @@ def _fit_background(background_rgb: np.ndarray, hw: tuple[int, int]) -> np.ndarr
     h, w = hw
     interp = cv2.INTER_AREA if background_rgb.shape[0] > h else cv2.INTER_LINEAR
     return cv2.resize(background_rgb, (w, h), interpolation=interp)
+
+
+def camouflage(sphere_rgb: np.ndarray, sphere_mask: np.ndarray, background_rgb: np.ndarray, brightness: float,
+               ring_px: int = 4) -> np.ndarray:
+    """``sphere_rgb`` (H, W, 3) float with the pixels of ``sphere_mask`` recoloured to the mean colour of
+    ``background_rgb`` in a ring of ``ring_px`` around the sphere, times ``brightness``, keeping the sphere's
+    own relative shading (luminance / median luminance: the shaded side and the highlight survive)."""
+    ring = cv2.dilate(sphere_mask.astype(np.uint8), np.ones((2 * ring_px + 1,) * 2, np.uint8)).astype(bool)
+    ring &= ~sphere_mask
+    if not ring.any() or not sphere_mask.any():
+        return sphere_rgb
+    colour = background_rgb[ring].mean(axis=0)
+    luminance = sphere_rgb[sphere_mask].mean(axis=1)
+    shading = luminance / max(float(np.median(luminance)), 1.0)
+    out = sphere_rgb.copy()
+    out[sphere_mask] = shading[:, None] * colour[None] * brightness
+    return np.clip(out, 0.0, 255.0)
 
 
 def composite_frame(
@@ -71,8 +96,11 @@ def composite_frame(
         shadow = cv2.warpAffine(hard, shift, (hw[1], hw[0]), flags=cv2.INTER_LINEAR, borderValue=0.0)
         shadow = _blur(shadow, float(rng.uniform(*cfg.shadow_sigma_px)))
         bg *= (1.0 - float(rng.uniform(*cfg.shadow_strength)) * shadow)[:, :, None]
+    obj = frame.rgb.astype(np.float32)
+    if cfg.camouflage_prob > 0 and rng.random() < cfg.camouflage_prob:  # no draw at 0: evaluation is unchanged
+        obj = camouflage(obj, frame.sphere_mask, bg, float(rng.uniform(*cfg.camouflage_brightness)))
     alpha = _blur(hard, float(rng.uniform(*cfg.edge_sigma_px)))
     # blend only the object's own rim pixels: pixels outside it hold the sim table, which must not leak
     alpha = (alpha * hard)[:, :, None]
-    out = alpha * frame.rgb.astype(np.float32) + (1.0 - alpha) * bg
+    out = alpha * obj + (1.0 - alpha) * bg
     return np.clip(out + 0.5, 0, 255).astype(np.uint8), frame.sphere_mask.copy()

@@ -49,8 +49,8 @@ class DataConfig:
     renders_per_view: int = 4
     """Composites made from one sim render (different photo crops and augmentations)."""
     background_recolor_prob: float = 0.0
-    """Share of background crops whose colours are randomized (:func:`backgrounds.recolor`). Training sets
-    it (``TrainConfig``: 0.5); evaluation keeps 0, so held-out photos are shown as they are."""
+    """Share of background crops whose colours are randomized (:func:`backgrounds.recolor`); an option of
+    training (``train-vision --recolor-prob``), 0 in evaluation, so held-out photos are shown as they are."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.background_recolor_prob <= 1.0:

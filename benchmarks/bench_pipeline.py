@@ -1,0 +1,53 @@
+"""Benchmark: the README's main command, timed: ``grasp-s2r pipeline`` end to end, against the 30-minute target.
+
+    python benchmarks/bench_pipeline.py --out runs/bench-pipeline [any ``grasp-s2r pipeline`` option]
+
+Runs (or resumes) the pipeline with exactly the options of ``grasp-s2r pipeline``, then prints the
+wall time of every stage and of the whole, the segmenter's held-out figures, and the end-to-end
+success per condition, with the issue's target: nominal success >= 90 % within 30 minutes on the
+machine it runs on (the project's CI machines have 2 CPU cores and no GPU). For a from-scratch
+figure use a fresh ``--out`` (a resumed run only times what was left).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+from grasp_s2r import pipeline
+
+TARGET_MINUTES = 30.0
+TARGET_NOMINAL = 0.90
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    pipeline.add_arguments(parser)
+    args = parser.parse_args(argv)
+    summary = pipeline.run_pipeline(pipeline.config_from_args(args))
+
+    seconds = summary["seconds"]
+    minutes = sum(seconds.values()) / 60.0
+    print(f"\npipeline on {os.cpu_count()} CPU cores, "
+          f"{'CUDA ' + torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU'}:")
+    for stage, s in seconds.items():
+        print(f"  {stage:<14} {s / 60:6.1f} min")
+    print(f"  {'total':<14} {minutes:6.1f} min   (target <= {TARGET_MINUTES:.0f} min: "
+          f"{'met' if minutes <= TARGET_MINUTES else 'NOT met'})")
+    v = summary["vision"]
+    print(f"segmenter on held-out-photo composites: precision {v['precision']:.3f}, recall {v['recall']:.3f}, "
+          f"IoU {v['iou']:.3f}")
+    for name, r in summary["eval"]["conditions"].items():
+        line = (f"end to end, {name:<20} {100 * r['success_rate']:5.1f} % ({r['successes']}/{r['episodes']}, "
+                f"95 % CI {100 * r['ci_low']:.1f}-{100 * r['ci_high']:.1f})")
+        if name == "nominal":
+            line += f"   (target >= {100 * TARGET_NOMINAL:.0f} %: {'met' if r['success_rate'] >= TARGET_NOMINAL else 'NOT met'})"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
