@@ -16,7 +16,6 @@ from grasp_s2r.vision.model import build_model
 from grasp_s2r.vision.segmenter import Segmenter, make_checkpoint
 
 TINY = ["--image-size", "32", "--batch-size", "16", "--width", "8", "--val-every", "40", "--lr", "0.01", "--threads", "1",
-        "--camouflage-prob", "0",  # 120 steps learn plain composites; camouflage: see test_vision_composite
         "--no-progress"]
 EVAL = ["--n-images", "96", "--seed", "5", "--threads", "1"]
 

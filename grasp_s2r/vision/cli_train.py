@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recolor-prob", type=float, default=None,
                         help="share of background crops with randomized colours (default: 0)")
     parser.add_argument("--camouflage-prob", type=float, default=None,
-                        help="share of spheres recoloured like the photo around them (default: 0.3)")
+                        help="share of spheres recoloured like the photo around them (default: 0)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from grasp_s2r.vision.train import TRAIN_DATA, TrainConfig, TrainError, train
+    from grasp_s2r.vision.dataset import DataConfig
+    from grasp_s2r.vision.train import TrainConfig, TrainError, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         device = torch.device(args.device) if args.device else None
     except RuntimeError as e:
         raise UsageError(f"bad --device {args.device!r}: {e}") from None
-    data = TRAIN_DATA
+    data = DataConfig()
     for name, value in (("recolor", args.recolor_prob), ("camouflage", args.camouflage_prob)):
         if value is not None and not 0.0 <= value <= 1.0:
             raise UsageError(f"--{name}-prob must be in [0, 1], got {value}")

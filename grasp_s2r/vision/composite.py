@@ -32,8 +32,8 @@ class CompositeConfig:
     """Paste the gripper fingers too (they are in view on the real robot)."""
     camouflage_prob: float = 0.0
     """Probability that the sphere takes the colour of the photo around it (keeping its own shading and
-    highlight): hard positives that teach shape and shading, not colour contrast. Training sets it
-    (``TrainConfig``); evaluation keeps 0."""
+    highlight): hard positives that teach shape and shading, not colour contrast. A training option
+    (``train-vision --camouflage-prob``); evaluation keeps 0."""
     camouflage_brightness: tuple[float, float] = (0.6, 1.4)
     """Range of the camouflaged sphere's brightness relative to the photo around it."""
 

@@ -29,7 +29,6 @@ from tqdm import tqdm
 
 from grasp_s2r.files import atomic_write
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
-from grasp_s2r.vision.composite import CompositeConfig
 from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.metrics import pixel_metrics
 from grasp_s2r.vision.model import ARCHITECTURES, build_model, count_parameters, to_input_tensor
@@ -43,9 +42,6 @@ from grasp_s2r.vision.segmenter import (
 )
 
 RUN_FORMAT_VERSION = 1
-TRAIN_DATA = DataConfig(composite=CompositeConfig(camouflage_prob=0.3))
-"""Training composites: evaluation's (``DataConfig()``) plus camouflaged spheres (hard positives). Recoloured
-photos (``background_recolor_prob``) are available but off: they measured worse (docs/vision.md)."""
 CURVE_FIELDS = ("step", "elapsed_s", "lr", "train_loss", "val_precision", "val_recall", "val_iou")
 
 
@@ -87,8 +83,8 @@ class TrainConfig:
     """Write ``checkpoint-latest.pt`` every this many steps."""
     workers: int = 0
     """DataLoader worker processes (spawned; each renders with its own PyBullet client); 0 = in-process."""
-    data: DataConfig = field(default_factory=lambda: TRAIN_DATA)
-    """How composites are made (training: :data:`TRAIN_DATA`)."""
+    data: DataConfig = field(default_factory=DataConfig)
+    """How composites are made (camouflage and recolouring: options, off by default, see docs/vision.md)."""
     init_checkpoint: str = ""
     """Segmenter checkpoint whose weights start the run (fine-tuning); "" = random initial weights."""
 
