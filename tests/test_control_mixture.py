@@ -119,3 +119,33 @@ def test_learner_rollouts_stop_after_the_allowed_blind_steps():
         visible = c.arrays["input_mask"].any(axis=(1, 2))
         assert visible[0] and not visible[-3:].any() and visible[-4]  # exactly 3 blind steps were labelled
         np.testing.assert_array_equal(c.arrays["action"], f.arrays["action"][: c.length])
+
+
+class RecordingPolicy(ConstantPolicy):
+    """ConstantPolicy that remembers which input masks it was shown."""
+
+    def __init__(self) -> None:
+        self.seen_pixels: list[int] = []
+
+    def act(self, masks: np.ndarray, proprio: np.ndarray) -> np.ndarray:
+        self.seen_pixels.extend(int(m.sum()) for m in masks)
+        return super().act(masks, proprio)
+
+
+def test_blind_start_blanks_only_the_controllers_first_masks():
+    # GIVEN the same episodes with and without 4 blind first steps, WHEN the expert drives them (beta 0.5)
+    policy = RecordingPolicy()
+    with RolloutPool(SHORT, 1) as pool:
+        plain = pool.run([EpisodeRequest(seed=7, beta=0.5)], policy, GroundTruthMasks(), progress=False)[0]
+        blind = pool.run([EpisodeRequest(seed=7, beta=0.5, blind_start_steps=4)], policy, GroundTruthMasks(),
+                         progress=False)[0]
+    # THEN the controller saw (and the dataset stores) empty masks for exactly the first 4 steps; the camera's
+    # ground truth, the expert's labels and what was executed are unchanged
+    gt = blind.arrays["sphere_mask"]
+    assert gt[:4].any(axis=(1, 2)).all(), "the sphere is in view at the start: blanking it must show"
+    assert not blind.arrays["input_mask"][:4].any()
+    np.testing.assert_array_equal(blind.arrays["input_mask"][4:], gt[4:])
+    np.testing.assert_array_equal(plain.arrays["input_mask"], plain.arrays["sphere_mask"])
+    assert policy.seen_pixels[plain.length:plain.length + 4] == [0, 0, 0, 0]
+    for key in ("sphere_mask", "action", "executed_action"):
+        np.testing.assert_array_equal(blind.arrays[key], plain.arrays[key])

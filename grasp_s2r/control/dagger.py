@@ -121,6 +121,12 @@ class DaggerConfig:
     disturbance_below_m: tuple[float, float] = (0.02, 0.08)
     """The push happens when the TCP first descends to a height above the sphere drawn from this range
     (low pushes put the sphere out of view: the learner must learn to rise and look)."""
+    blind_start_prob: float = 0.3
+    """Share of training episodes (DAgger and BC alike) whose first steps show the controller an empty
+    mask, a simulated missed detection (the expert's labels are unchanged): the learner learns what to do
+    before it has seen the sphere, and descends for a closer look (measured: docs/control.md)."""
+    blind_start_steps: tuple[int, int] = (2, 8)
+    """Range (inclusive) of the number of such blank first steps."""
     blind_cutoff_steps: int = 0
     """DAgger rollouts in which the learner acts (beta < 1) end once the controller's input mask has been
     empty for more than this many consecutive steps (0: never, plain DAgger). The first blind steps
@@ -153,8 +159,9 @@ class DaggerConfig:
             raise ValueError(f"eval_conditions must be names from {', '.join(CONDITIONS)}, got {self.eval_conditions}")
         if self.blind_cutoff_steps < 0:
             raise ValueError(f"blind_cutoff_steps must be >= 0, got {self.blind_cutoff_steps}")
-        if not 0.0 <= self.disturbance_prob <= 1.0:
-            raise ValueError(f"disturbance_prob must be in [0, 1], got {self.disturbance_prob}")
+        if not (0.0 <= self.disturbance_prob <= 1.0 and 0.0 <= self.blind_start_prob <= 1.0):
+            raise ValueError(f"disturbance_prob and blind_start_prob must be in [0, 1], got "
+                             f"{self.disturbance_prob}, {self.blind_start_prob}")
         if not 0.0 <= self.beta_decay <= 1.0:
             raise ValueError(f"beta_decay must be in [0, 1], got {self.beta_decay}")
         if min(self.rounds, self.episodes_per_round, self.eval_episodes, self.workers, self.beta_rampdown_rounds) < 1:
@@ -222,15 +229,19 @@ class _Run:
             if CONDITIONS[c].backgrounds == "train" else CONDITIONS[c] for c in cfg.eval_conditions]
 
     def train_request(self, seed: int, beta: float) -> EpisodeRequest:
-        """A training episode; disturbed (the sphere pushed once) with probability ``disturbance_prob``."""
+        """A training episode: disturbed (the sphere pushed once) with probability ``disturbance_prob``, and
+        starting blind (empty input masks) with probability ``blind_start_prob``."""
         rng = np.random.default_rng([seed, 3])
-        if rng.random() >= self.cfg.disturbance_prob:
-            return EpisodeRequest(seed=seed, beta=beta, condition=self.condition)
-        push = Condition(name="dagger-push", backgrounds=self.cfg.backgrounds,
-                         perturb_distance_m=self.cfg.disturbance_distance_m,
-                         perturb_below_m=float(rng.uniform(*self.cfg.disturbance_below_m)),
-                         description="training episode with a push")
-        return EpisodeRequest(seed=seed, beta=beta, condition=push)
+        condition = self.condition
+        if rng.random() < self.cfg.disturbance_prob:
+            condition = Condition(name="dagger-push", backgrounds=self.cfg.backgrounds,
+                                  perturb_distance_m=self.cfg.disturbance_distance_m,
+                                  perturb_below_m=float(rng.uniform(*self.cfg.disturbance_below_m)),
+                                  description="training episode with a push")
+        blind = np.random.default_rng([seed, 4])
+        lo, hi = self.cfg.blind_start_steps
+        n_blind = int(blind.integers(lo, hi + 1)) if blind.random() < self.cfg.blind_start_prob else 0
+        return EpisodeRequest(seed=seed, beta=beta, condition=condition, blind_start_steps=n_blind)
 
     def round_dir(self, r: int) -> Path:
         return self.out / f"round-{r:03d}"

@@ -63,6 +63,9 @@ class EpisodeRequest:
     """Probability that the expert's action is executed at a step (1: expert only, 0: learner only)."""
     condition: Condition = field(default_factory=Condition)
     """Visual / dynamics condition applied in the worker."""
+    blind_start_steps: int = 0
+    """The controller's input mask is blank for this many first steps (a simulated missed detection, for
+    training); the expert, its labels and the recorded ground truth are unaffected."""
 
 
 @dataclass
@@ -286,6 +289,9 @@ class RolloutPool:
             proprio = np.stack([obs[w]["proprio"] for w in ids])
             # one batched segmenter call (if predicted) and one controller call for all workers
             input_masks = masks(rgb, gt)
+            for j, w in enumerate(ids):
+                if active[w].length < active[w].request.blind_start_steps:
+                    input_masks[j] = False
             learner = np.full((len(ids), ACTION_DIM), np.nan)
             query = [j for j, w in enumerate(ids) if active[w].request.beta < 1]
             if query:
