@@ -4,8 +4,9 @@
 
 Takes exactly the options of ``grasp-s2r dagger`` (the run is resumable the same way), then prints
 the learning curve, whether DAgger beats BC (mean success over the rounds after round 0, where
-both had the same number of expert labels, and at the last round), then evaluates the last DAgger
-and the last BC controller (same label budget) on the shifted conditions of ``grasp-s2r eval``
+both had the same number of expert labels, and pooled over the rounds with beta = 0), then evaluates
+the selected DAgger controller (``policy.pt``: its best round on the evaluation episodes) and the BC
+controller selected by the same rule on the shifted conditions of ``grasp-s2r eval``
 (``--compare-episodes`` each, 0 to skip), and prints the throughput on this
 machine: device, rounds per minute, rollout env-steps per second (all workers, batched inference
 included), training samples per second. Run it on a GPU machine too to compare devices.
@@ -21,6 +22,7 @@ import numpy as np
 import torch
 
 from grasp_s2r.control import cli_dagger
+from grasp_s2r.control.curves import best_round
 from grasp_s2r.control.dagger import run_dagger
 from grasp_s2r.control.evaluate import EvalConfig, evaluate
 from grasp_s2r.control.policy import default_device
@@ -79,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
                             [(r["bc_successes"], r["eval_episodes"]) for r in on_policy]))
 
     last = rows[-1]["round"]
-    bc_ckpt = result.policy_path.parent / "checkpoints" / f"bc-{last:03d}.pt"
+    bc_round = best_round(rows, "bc")  # the same selection rule as DAgger's policy.pt
+    bc_ckpt = result.policy_path.parent / "checkpoints" / f"bc-{bc_round:03d}.pt"
     if args.compare_episodes > 0 and bc_ckpt.is_file():
         conditions = tuple(c for c in args.compare_conditions.split(",") if c)
         rates = {}
@@ -88,8 +91,11 @@ def main(argv: list[str] | None = None) -> int:
                                       episodes=args.compare_episodes, conditions=conditions, workers=cfg.workers,
                                       device=cfg.device, torch_threads=cfg.torch_threads), progress=not args.quiet)
             rates[name] = res["conditions"]
-        print(f"\nrobustness at the same label budget ({rows[-1]['labels']} labels, round {last}, "
-              f"{args.compare_episodes} episodes each, masks={cfg.masks}):")
+        labels = {r["round"]: r["labels"] for r in rows}
+        print(f"\nrobustness of the selected controllers (each method's best round on the evaluation episodes, "
+              f"rounds 0-{last}: DAgger round {result.selected_round}, {labels[result.selected_round]} labels; "
+              f"BC round {bc_round}, {labels[bc_round]} labels), {args.compare_episodes} test episodes each, "
+              f"masks={cfg.masks}:")
         for c in conditions:
             d, b = rates["DAgger"][c], rates["BC"][c]
             print(f"  {c:<20} DAgger {_rate(d)}   BC {_rate(b)}")

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from grasp_s2r.control import seeds
+from grasp_s2r.control.curves import best_round
 from grasp_s2r.control.dagger import DaggerConfig, beta_for_round, control_env_config, run_dagger
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks, RolloutPool
@@ -63,6 +64,10 @@ def test_artifacts_carry_their_config_and_version(tiny_run):
     _, blob = Policy.load(out / "checkpoints" / "round-001.pt", "cpu")
     assert blob["format_version"] == 1 and blob["config"]["episodes_per_round"] == 2 and blob["round"] == 1
     assert (out / "checkpoints" / "bc-001.pt").is_file() and result.policy_path.is_file()
+    # policy.pt is the checkpoint of the round that succeeded most on the evaluation episodes
+    best = max((row["dagger_successes"], row["round"]) for row in result.rows)[1]
+    assert result.selected_round == best
+    assert result.policy_path.read_bytes() == (out / "checkpoints" / f"round-{best:03d}.pt").read_bytes()
     lines = result.curve_csv.read_text().splitlines()
     assert len(lines) == 3 and lines[0].startswith("round,beta,labels")
     assert result.curve_png.stat().st_size > 10_000
@@ -152,3 +157,11 @@ def test_round_zero_can_come_from_collected_demonstrations(tmp_path, capsys):
         collect(CollectConfig(out=str(tmp_path / "demos64"), episodes=1, workers=1,
                               env=EnvConfig().replace(scene=SceneConfig(max_episode_steps=30))), progress=False)
         run_dagger(_tiny(tmp_path / "run2", rounds=1, demos=str(tmp_path / "demos64")), progress=False)
+
+
+def test_best_round_takes_the_most_successes_and_the_later_round_on_ties():
+    rows = [{"round": 0, "dagger_successes": 5, "bc_successes": 5}, {"round": 1, "dagger_successes": 9, "bc_successes": 7},
+            {"round": 2, "dagger_successes": 9, "bc_successes": 8}, {"round": 3, "dagger_successes": 4, "bc_successes": ""}]
+    assert best_round(rows) == 2 and best_round(rows, "bc") == 2
+    with pytest.raises(ValueError):
+        best_round([{"round": 0, "bc_successes": None}], "bc")

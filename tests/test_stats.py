@@ -30,3 +30,4 @@ def test_difference_interval_matches_newcombe_1998_method_10():
 def test_formatting():
     assert format_rate(195, 200).startswith("97.5 % (195/200, 95 % CI 94.")
     assert format_difference(56, 70, 48, 80) == "+20.0 points (95 % CI +5.2 to +33.4)"
+

@@ -30,6 +30,19 @@ def write_curve_csv(rows: Sequence[dict[str, Any]], path: Path) -> Path:
     return Path(path)
 
 
+def best_round(rows: Sequence[dict[str, Any]], learner: str = "dagger") -> int:
+    """The round whose ``learner`` ("dagger" or "bc") controller succeeded most on the per-round evaluation
+    episodes (the validation set: their seeds are never test seeds); ties go to the later round.
+
+    DAgger as published (Ross, Gordon, Bagnell 2011, algorithm 3.1) returns the best policy of the
+    sequence on validation, not the last one: a round can get worse, e.g. after many blind-wander labels."""
+    scored = [(row[f"{learner}_successes"], row["round"]) for row in rows
+              if row.get(f"{learner}_successes") not in (None, "")]
+    if not scored:
+        raise ValueError(f"no round has a {learner} success count")
+    return max(scored)[1]
+
+
 CURVE_FORMAT = "grasp_s2r.dagger-curve"
 CURVE_FORMAT_VERSION = 1
 

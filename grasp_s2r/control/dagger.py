@@ -10,7 +10,7 @@ On-disk layout of a run folder ``OUT/``::
     OUT/checkpoints/round-NNN.pt    controller after round NNN (+ config, metrics); its presence
                                     marks the round complete
     OUT/checkpoints/bc-NNN.pt       BC baseline trained on as many expert labels as DAgger had
-    OUT/policy.pt                   the latest round's controller (what ``grasp-s2r eval`` takes)
+    OUT/policy.pt                   the best round's controller on the evaluation episodes (what ``grasp-s2r eval`` takes)
     OUT/curve.csv, OUT/curve.png    learning curve: success and loss per round, DAgger vs BC
     OUT/curve.json                  the same rows + format version + the run's config
 
@@ -38,7 +38,7 @@ from tqdm import tqdm
 from grasp_s2r import __version__
 from grasp_s2r.control import seeds
 from grasp_s2r.control.conditions import CONDITIONS, Condition
-from grasp_s2r.control.curves import plot_curve, write_curve_csv, write_curve_json
+from grasp_s2r.control.curves import best_round, plot_curve, write_curve_csv, write_curve_json
 from grasp_s2r.control.demos import import_demos
 from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
 from grasp_s2r.control.rollout import (
@@ -193,7 +193,8 @@ class DaggerResult:
     rows: list[dict[str, Any]]
     """Learning-curve rows of all completed rounds (columns: ``curves.CURVE_COLUMNS``)."""
     policy_path: Path
-    """The latest round's controller checkpoint."""
+    """The selected controller (``policy.pt``: a copy of the best round's checkpoint, :func:`curves.best_round`)."""
+    selected_round: int
     curve_csv: Path
     curve_png: Path
 
@@ -355,7 +356,6 @@ class _Run:
         row["round_s"] = time.perf_counter() - t_round
         extra = {"config": cfg.to_dict(), "round": r, "kind": "dagger", "metrics": row}
         policy.save(self.ckpt(r), extra)  # marks the round complete
-        policy.save(self.out / "policy.pt", extra)
         return row
 
 
@@ -396,5 +396,8 @@ def run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
             tqdm.write(summary_line(rows[-1], cfg.rounds))
     if not rows:
         raise RuntimeError("no round completed")
-    return DaggerResult(rows=rows, policy_path=out / "policy.pt", curve_csv=out / "curve.csv",
+    best = best_round(rows)
+    atomic_write(out / "policy.pt", run.ckpt(best).read_bytes())
+    tqdm.write(f"policy.pt = round {best} (best of rounds 0-{rows[-1]['round']} on the evaluation episodes)")
+    return DaggerResult(rows=rows, policy_path=out / "policy.pt", selected_round=best, curve_csv=out / "curve.csv",
                         curve_png=out / "curve.png")
