@@ -43,6 +43,16 @@ def best_round(rows: Sequence[dict[str, Any]], learner: str = "dagger") -> int:
     return max(scored)[1]
 
 
+def summary_line(row: dict[str, Any], rounds: int) -> str:
+    """The one-line summary of a finished round (printed by ``grasp-s2r dagger``)."""
+    bc = f" | BC {100 * row['bc_success_rate']:5.1f} %" if row.get("bc_success_rate") is not None else ""
+    return (f"round {row['round']}/{rounds - 1}  beta {row['beta']:.2f}  labels {row['labels']} "
+            f"(+{row['new_labels']})  loss {row['dagger_loss']:.4f}  success {100 * row['dagger_success_rate']:5.1f} % "
+            f"[{100 * row['dagger_ci_low']:.0f}-{100 * row['dagger_ci_high']:.0f}]{bc}  "
+            f"({row['round_s']:.0f} s: rollout {row['rollout_s']:.0f}, train {row['train_s']:.0f}, "
+            f"eval {row['eval_s']:.0f}, BC {row['bc_s']:.0f})")
+
+
 CURVE_FORMAT = "grasp_s2r.dagger-curve"
 CURVE_FORMAT_VERSION = 1
 

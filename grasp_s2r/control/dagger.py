@@ -38,7 +38,7 @@ from tqdm import tqdm
 from grasp_s2r import __version__
 from grasp_s2r.control import seeds
 from grasp_s2r.control.conditions import CONDITIONS, Condition
-from grasp_s2r.control.curves import best_round, plot_curve, write_curve_csv, write_curve_json
+from grasp_s2r.control.curves import best_round, plot_curve, summary_line, write_curve_csv, write_curve_json
 from grasp_s2r.control.demos import import_demos
 from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
 from grasp_s2r.control.rollout import (
@@ -365,15 +365,6 @@ def completed_rows(out: Path) -> list[dict[str, Any]]:
     for path in sorted((Path(out) / "checkpoints").glob("round-*.pt")):
         rows.append(torch.load(path, map_location="cpu", weights_only=False)["metrics"])
     return rows
-
-
-def summary_line(row: dict[str, Any], rounds: int) -> str:
-    bc = f" | BC {100 * row['bc_success_rate']:5.1f} %" if row.get("bc_success_rate") is not None else ""
-    return (f"round {row['round']}/{rounds - 1}  beta {row['beta']:.2f}  labels {row['labels']} "
-            f"(+{row['new_labels']})  loss {row['dagger_loss']:.4f}  success {100 * row['dagger_success_rate']:5.1f} % "
-            f"[{100 * row['dagger_ci_low']:.0f}-{100 * row['dagger_ci_high']:.0f}]{bc}  "
-            f"({row['round_s']:.0f} s: rollout {row['rollout_s']:.0f}, train {row['train_s']:.0f}, "
-            f"eval {row['eval_s']:.0f}, BC {row['bc_s']:.0f})")
 
 
 def run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
