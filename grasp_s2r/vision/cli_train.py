@@ -55,14 +55,14 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError as e:
         raise UsageError(f"bad --device {args.device!r}: {e}") from None
     data = DataConfig()
-    for name, value in (("recolor", args.recolor_prob), ("camouflage", args.camouflage_prob)):
-        if value is not None and not 0.0 <= value <= 1.0:
-            raise UsageError(f"--{name}-prob must be in [0, 1], got {value}")
-    if args.recolor_prob is not None:
-        data = dataclasses.replace(data, background_recolor_prob=args.recolor_prob)
-    if args.camouflage_prob is not None:
-        data = dataclasses.replace(data, composite=dataclasses.replace(data.composite,
-                                                                        camouflage_prob=args.camouflage_prob))
+    try:  # the configs check their own ranges
+        if args.recolor_prob is not None:
+            data = dataclasses.replace(data, background_recolor_prob=args.recolor_prob)
+        if args.camouflage_prob is not None:
+            data = dataclasses.replace(data, composite=dataclasses.replace(data.composite,
+                                                                            camouflage_prob=args.camouflage_prob))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     try:
         cfg = TrainConfig(
             architecture=args.arch, width=args.width, image_size_px=args.image_size, steps=args.steps,
