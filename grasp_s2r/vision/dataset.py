@@ -111,9 +111,10 @@ class CompositeDataset(Dataset):
         rng = np.random.default_rng([self.seed, STREAMS[self.stream], 1, index])
         photo = self.backgrounds[int(rng.integers(len(self.backgrounds)))]
         background = random_crop(photo, self.image_hw, rng)
-        recolor_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 2, index])  # own stream: the
-        if recolor_rng.random() < self.data.background_recolor_prob:  # paste and augmentation stay the same
-            background = recolor(background, recolor_rng)
+        if self.data.background_recolor_prob > 0:  # its own stream: the paste and augmentation stay the same
+            recolor_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 2, index])
+            if recolor_rng.random() < self.data.background_recolor_prob:
+                background = recolor(background, recolor_rng)
         rgb, mask = composite_frame(frame, background, rng, self.data.composite)
         return self._augment(rgb, mask, seed=int(rng.integers(2**31)))
 
