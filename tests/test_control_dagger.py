@@ -165,3 +165,19 @@ def test_best_round_takes_the_most_successes_and_the_later_round_on_ties():
     assert best_round(rows) == 2 and best_round(rows, "bc") == 2
     with pytest.raises(ValueError):
         best_round([{"round": 0, "bc_successes": None}], "bc")
+
+
+def test_cli_options_reach_the_config_and_bad_values_are_refused():
+    import argparse
+
+    from grasp_s2r.cli import UsageError
+    from grasp_s2r.control import cli_dagger
+
+    parser = argparse.ArgumentParser()
+    cli_dagger.add_arguments(parser)
+    cfg = cli_dagger.config_from_args(parser.parse_args(["--out", "x", "--disturbance-prob", "0",
+                                                         "--blind-start-prob", "0.5"]))
+    assert cfg.disturbance_prob == 0.0 and cfg.blind_start_prob == 0.5
+    assert cli_dagger.config_from_args(parser.parse_args(["--out", "x"])).disturbance_prob == DaggerConfig.disturbance_prob
+    with pytest.raises(UsageError, match="disturbance_prob"):
+        cli_dagger.config_from_args(parser.parse_args(["--out", "x", "--disturbance-prob", "1.5"]))

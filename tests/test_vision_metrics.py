@@ -65,3 +65,21 @@ def test_perfect_prediction_and_single_image():
 def test_shape_mismatch_raises():
     with pytest.raises(ValueError, match="shapes differ"):
         confusion_counts(np.zeros((2, 3, 3), bool), np.zeros((2, 3, 4), bool))
+
+
+def test_per_image_dice_weighs_a_missed_small_sphere_like_a_large_one():
+    import torch
+
+    from grasp_s2r.vision.train import segmentation_loss
+
+    target = torch.zeros(2, 1, 16, 16)
+    target[0, 0, :12, :12] = 1.0  # large sphere, predicted perfectly
+    target[1, 0, 15, 15] = 1.0  # one-pixel sphere, missed entirely
+    logits = torch.where(target[0:1].bool(), 20.0, -20.0).repeat(2, 1, 1, 1)
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, target).item()
+    batch = segmentation_loss(logits, target, dice_weight=1.0).item() - bce
+    per_image = segmentation_loss(logits, target, dice_weight=1.0, per_image=True).item() - bce
+    assert batch == pytest.approx(1 - (2 * 144 + 1) / (288 + 145 + 1), abs=1e-4)  # the miss barely counts
+    # per image: image 0 scores 0; image 1 predicts 144 false pixels and misses its one: 1 - 1/146
+    assert per_image == pytest.approx(0.5 * (1 - 1 / (144 + 1 + 1)), abs=1e-4)
+    assert per_image > 1.4 * batch

@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="roll out on raw sim renders instead of composites onto the training photos")
     p.add_argument("--blind-start-prob", type=float, default=d.blind_start_prob, metavar="P",
                    help="share of training episodes whose first 2-8 masks are blanked (default %(default)s; 0: off)")
+    p.add_argument("--disturbance-prob", type=float, default=d.disturbance_prob, metavar="P",
+                   help="share of training episodes (DAgger and BC alike) whose sphere is pushed once "
+                        "(default %(default)s; 0: off)")
     p.add_argument("--blind-cutoff", type=non_negative_int, default=d.blind_cutoff_steps, metavar="STEPS",
                    help="end a learner rollout after this many consecutive empty-mask steps, 0: never "
                         "(default %(default)s)")
@@ -78,6 +81,7 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
             beta_rampdown_rounds=args.beta_rampdown, beta_decay=args.beta_decay, masks=args.masks,
             vision_checkpoint=args.vision, backgrounds="" if args.raw_sim else "train", demos=args.demos,
             blind_cutoff_steps=args.blind_cutoff, blind_start_prob=args.blind_start_prob,
+            disturbance_prob=args.disturbance_prob,
             bc_baseline=not args.no_bc, workers=args.workers, device=args.device, torch_threads=args.threads,
             seed=args.seed,
             train=TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=args.lr, xyz_loss=args.xyz_loss),

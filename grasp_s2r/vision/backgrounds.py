@@ -1,6 +1,7 @@
 """Real background photographs, split by photo into training and held-out sets, and random crops of them.
 
-The embedded default is the set of real photographs that ship inside scikit-image (no download);
+The embedded default is the set of real photographs that ship inside scikit-image, plus the one real photograph
+among matplotlib's sample data (no download);
 ``directory`` points at a user's own photos instead (png / jpg / jpeg / bmp / tif / webp, any size).
 A photo is in exactly one split, so held-out evaluation never sees a training photo.
 """
@@ -18,11 +19,14 @@ SPLITS = ("train", "heldout")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 """File types accepted as user backgrounds (case-insensitive)."""
 EMBEDDED_SOURCE = "skimage.data"
+MATPLOTLIB_PHOTOS = {"grace_hopper": "grace_hopper.jpg"}
+"""Embedded photos from matplotlib's ``mpl-data/sample_data`` (name -> file); the other files there are not photos."""
 EMBEDDED_TRAIN = (
     "astronaut", "chelsea", "rocket", "grass", "brick", "hubble_deep_field", "immunohistochemistry",
-    "coins", "moon", "page", "text", "retina", "clock", "cell",
+    "coins", "moon", "page", "text", "retina", "clock", "cell", "grace_hopper",
 )
-"""scikit-image photos used for training. (``cat`` is the same photo as ``chelsea``: not used.)"""
+"""Embedded photos used for training: scikit-image's (``cat`` is the same photo as ``chelsea``: not used) and
+matplotlib's :data:`MATPLOTLIB_PHOTOS`."""
 EMBEDDED_HELDOUT = ("coffee", "gravel", "stereo_motorcycle", "camera")
 """scikit-image photos used only for held-out evaluation."""
 MAX_PHOTO_SIDE_PX = 512
@@ -50,6 +54,10 @@ def _as_rgb_uint8(img: np.ndarray) -> np.ndarray:
 
 
 def _embedded_photo(name: str) -> np.ndarray:
+    if name in MATPLOTLIB_PHOTOS:
+        import matplotlib
+
+        return _load_user_photo(Path(matplotlib.get_data_path()) / "sample_data" / MATPLOTLIB_PHOTOS[name])
     import skimage.data
 
     img = getattr(skimage.data, name)()
@@ -80,7 +88,7 @@ def split_names(directory: Path | None = None) -> dict[str, list[str]]:
     added); the first file (sorted) moves over if a split would otherwise be empty.
     """
     if directory is None:
-        return {"source": [EMBEDDED_SOURCE], "train": list(EMBEDDED_TRAIN), "heldout": list(EMBEDDED_HELDOUT)}
+        return {"source": [EMBEDDED_SOURCE, "matplotlib sample_data"], "train": list(EMBEDDED_TRAIN), "heldout": list(EMBEDDED_HELDOUT)}
     names = [p.name for p in _user_files(Path(directory))]
     heldout = [n for n in names if _is_heldout_file(n)]
     train = [n for n in names if not _is_heldout_file(n)]

@@ -73,6 +73,9 @@ class TrainConfig:
     """AdamW weight decay."""
     dice_weight: float = 1.0
     """Weight of the soft Dice loss (the target covers 0-20 % of the image) added to the BCE."""
+    dice_per_image: bool = False
+    """Dice computed per image and averaged (every sphere, small or large, and every empty image weighs the same)
+    instead of over the whole batch (large spheres dominate)."""
     seed: int = 0
     """Seed of the initial weights and of every composite (train and validation streams)."""
     val_every: int = 250
@@ -102,12 +105,18 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: float) -> torch.Tensor:
-    """BCE + ``dice_weight`` x soft Dice over the batch; logits and target float (N, 1, H, W)."""
+def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: float,
+                      per_image: bool = False) -> torch.Tensor:
+    """BCE + ``dice_weight`` x soft Dice; logits and target float (N, 1, H, W).
+
+    The Dice is over the whole batch, or with ``per_image`` over each image (smoothed by 1 pixel, so an empty
+    target image costs ``1 - 1 / (1 + predicted area)``) and then averaged.
+    """
     bce = F.binary_cross_entropy_with_logits(logits, target)
     p = torch.sigmoid(logits)
-    dice = 1.0 - (2.0 * (p * target).sum() + 1.0) / (p.sum() + target.sum() + 1.0)
-    return bce + dice_weight * dice
+    dims = (1, 2, 3) if per_image else (0, 1, 2, 3)
+    dice = 1.0 - (2.0 * (p * target).sum(dims) + 1.0) / (p.sum(dims) + target.sum(dims) + 1.0)
+    return bce + dice_weight * dice.mean()
 
 
 def _lr_factor(step: int, cfg: TrainConfig) -> float:
@@ -266,7 +275,7 @@ def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_amp):
             logits = model(x)
-        loss = segmentation_loss(logits.float(), y, cfg.dice_weight)
+        loss = segmentation_loss(logits.float(), y, cfg.dice_weight, cfg.dice_per_image)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
