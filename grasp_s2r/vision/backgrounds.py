@@ -19,6 +19,7 @@ SPLITS = ("train", "heldout")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 """File types accepted as user backgrounds (case-insensitive)."""
 EMBEDDED_SOURCE = "skimage.data"
+MATPLOTLIB_SOURCE = "matplotlib sample_data"
 MATPLOTLIB_PHOTOS = {"grace_hopper": "grace_hopper.jpg"}
 """Embedded photos from matplotlib's ``mpl-data/sample_data`` (name -> file); the other files there are not photos."""
 EMBEDDED_TRAIN = (
@@ -88,7 +89,8 @@ def split_names(directory: Path | None = None) -> dict[str, list[str]]:
     added); the first file (sorted) moves over if a split would otherwise be empty.
     """
     if directory is None:
-        return {"source": [EMBEDDED_SOURCE, "matplotlib sample_data"], "train": list(EMBEDDED_TRAIN), "heldout": list(EMBEDDED_HELDOUT)}
+        return {"source": [EMBEDDED_SOURCE, MATPLOTLIB_SOURCE], "train": list(EMBEDDED_TRAIN),
+                "heldout": list(EMBEDDED_HELDOUT)}
     names = [p.name for p in _user_files(Path(directory))]
     heldout = [n for n in names if _is_heldout_file(n)]
     train = [n for n in names if not _is_heldout_file(n)]
