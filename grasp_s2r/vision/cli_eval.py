@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/eval-vision"),
                         help="folder for metrics.json and overlays.png (default: runs/eval-vision)")
     parser.add_argument("--save-overlays", action="store_true", help="write overlays.png (TP green, FP red, FN blue)")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="probability threshold of a sphere pixel (default: the checkpoint's, else 0.5)")
     parser.add_argument("--batch-size", type=positive_int, default=128, help="images per forward pass")
     parser.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
@@ -56,11 +58,14 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.threshold is not None and not 0.0 < args.threshold < 1.0:
+        raise UsageError(f"--threshold must be in (0, 1), got {args.threshold}")
     model = args.model or default_checkpoint_path()
     data = DataConfig(augment=NO_AUGMENT) if args.no_augment else DataConfig()
     cfg = EvalConfig(n_images=args.n_images, seed=args.seed, batch_size=args.batch_size, data=data)
     try:
-        result = evaluate(model, cfg=cfg, data_dir=args.data, backgrounds_dir=args.backgrounds, device=args.device)
+        result = evaluate(model, cfg=cfg, data_dir=args.data, backgrounds_dir=args.backgrounds, device=args.device,
+                          threshold=args.threshold)
     except (CheckpointError, DataFolderError, BackgroundError) as e:
         raise UsageError(str(e)) from None
     except RuntimeError as e:
@@ -70,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     m = result.report["metrics"]
     clean = ", no augmentation" if args.no_augment else ""
     source = f"folder {args.data}" if args.data else f"{args.n_images} held-out-photo composites (seed {args.seed}{clean})"
-    print(format_table(m, f"eval-vision: {model} on {source}"))
+    threshold = result.report["model"]["threshold"]
+    print(format_table(m, f"eval-vision: {model} (threshold {threshold:.3f}) on {source}"))
     args.out.mkdir(parents=True, exist_ok=True)
     report_path = args.out / "metrics.json"
     report = json.loads(json.dumps(result.report, allow_nan=True))

@@ -36,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="share of spheres recoloured like the photo around them (default: 0)")
     parser.add_argument("--dice-per-image", action="store_true",
                         help="Dice loss per image, averaged (small spheres weigh as much as large ones)")
+    parser.add_argument("--calibration-images", type=int, default=1000,
+                        help="validation composites for the final break-even threshold (0: keep 0.5; default 1000)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size, lr=args.lr, seed=args.seed, val_every=min(args.val_every, args.steps),
             checkpoint_every=min(args.val_every, args.steps), workers=args.workers,
             init_checkpoint=str(args.init.resolve()) if args.init else "", data=data,
-            dice_per_image=args.dice_per_image,
+            dice_per_image=args.dice_per_image, calibration_images=args.calibration_images,
         )
         final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device, amp=args.amp,
                       progress=not args.no_progress)

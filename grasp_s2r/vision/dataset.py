@@ -126,11 +126,12 @@ class CompositeDataset(Dataset):
         self._sampler.close()
 
 
-def make_composites(dataset: CompositeDataset, n: int, desc: str = "compositing") -> tuple[np.ndarray, np.ndarray]:
-    """Items 0..n-1 of ``dataset`` as (rgb uint8 (n, H, W, 3), mask bool (n, H, W)), with a progress bar."""
+def make_composites(dataset: CompositeDataset, n: int, desc: str = "compositing",
+                    start: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Items start..start+n-1 of ``dataset`` as (rgb uint8 (n, H, W, 3), mask bool (n, H, W)), with a progress bar."""
     h, w = dataset.image_hw
     images = np.empty((n, h, w, 3), np.uint8)
     masks = np.empty((n, h, w), bool)
     for i in tqdm(range(n), desc=desc, unit="img", leave=False, disable=n < 64):
-        images[i], masks[i] = dataset.sample(i)
+        images[i], masks[i] = dataset.sample(start + i)
     return images, masks

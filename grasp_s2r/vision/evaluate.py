@@ -18,7 +18,7 @@ from grasp_s2r.vision.backgrounds import BackgroundError, load_backgrounds, spli
 from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.folder import load_folder
 from grasp_s2r.vision.metrics import confusion_counts, summarize
-from grasp_s2r.vision.segmenter import Segmenter
+from grasp_s2r.vision.segmenter import Segmenter, check_threshold
 
 EVAL_FORMAT_NAME = "grasp_s2r.vision_eval"
 EVAL_FORMAT_VERSION = 1
@@ -88,9 +88,14 @@ def predict_all(segmenter: Segmenter, images: np.ndarray, batch_size: int) -> np
 
 
 def evaluate(model_path: Path, *, cfg: EvalConfig, data_dir: Path | None = None, backgrounds_dir: Path | None = None,
-             device: Any = None) -> EvalResult:
-    """Metrics of the checkpoint at ``model_path`` on a data folder, or on held-out composites without one."""
+             device: Any = None, threshold: float | None = None) -> EvalResult:
+    """Metrics of the checkpoint at ``model_path`` on a data folder, or on held-out composites without one.
+
+    ``threshold``: sphere-probability threshold instead of the checkpoint's own (its calibrated one, else 0.5).
+    """
     segmenter = Segmenter.load(model_path, device=device)
+    if threshold is not None:
+        segmenter.threshold = check_threshold(threshold)
     hw = segmenter.input_hw
     if data_dir is not None:
         names, images, target = load_folder(data_dir, hw)
@@ -105,7 +110,7 @@ def evaluate(model_path: Path, *, cfg: EvalConfig, data_dir: Path | None = None,
     report = {
         "format": EVAL_FORMAT_NAME, "format_version": EVAL_FORMAT_VERSION,
         "model": {"path": str(Path(model_path).resolve()), "architecture": segmenter.config["architecture"],
-                  "input_hw": list(hw), "step": segmenter.config.get("step")},
+                  "input_hw": list(hw), "step": segmenter.config.get("step"), "threshold": segmenter.threshold},
         "source": source, "config": cfg.to_dict(), "device": str(segmenter.device),
         "metrics": summarize(counts, cfg.min_detection_px),
         "per_image": [{"name": n, "tp": int(a), "fp": int(b), "fn": int(c)}

@@ -11,10 +11,13 @@ Checkpoint format (a ``torch.save``'d dict, readable with ``weights_only=True``)
     state_dict      the network weights
     step            optimizer steps done;  history: training-curve rows
     optimizer       (only in ``checkpoint-latest.pt`` of a run: what ``--resume`` needs)
+    threshold       (optional, default 0.5) probability above which a pixel is the sphere;
+    threshold_calibration  how it was chosen (see ``vision/calibrate.py``)
 """
 
 from __future__ import annotations
 
+import io
 import pickle
 import zipfile
 from importlib import resources
@@ -27,12 +30,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from grasp_s2r.files import atomic_write
 from grasp_s2r.vision.model import build_model, to_input_tensor
 
 FORMAT_NAME = "grasp_s2r.segmenter"
 FORMAT_VERSION = 1
 THRESHOLD = 0.5
-"""A pixel is the sphere where the predicted probability exceeds this."""
+"""A pixel is the sphere where the predicted probability exceeds this, unless the checkpoint has a calibrated
+``threshold``."""
 _LOAD_ERRORS = (RuntimeError, OSError, EOFError, ValueError, KeyError, AttributeError, pickle.UnpicklingError,
                 zipfile.BadZipFile)
 """What ``torch.load`` raises for truncated, corrupt or foreign files."""
@@ -69,6 +74,21 @@ def make_checkpoint(model: nn.Module, *, architecture: str, arch_kwargs: dict[st
     return ckpt
 
 
+def write_checkpoint(ckpt: dict[str, Any], path: Path | str) -> None:
+    """``torch.save`` ``ckpt`` to ``path`` atomically (a reader sees the old file or the new one, whole)."""
+    buf = io.BytesIO()
+    torch.save(ckpt, buf)
+    atomic_write(Path(path), buf.getvalue())
+
+
+def check_threshold(threshold: float) -> float:
+    """``threshold`` as a float, or ValueError unless 0 < threshold < 1."""
+    threshold = float(threshold)
+    if not 0.0 < threshold < 1.0:
+        raise ValueError(f"threshold must be in (0, 1), got {threshold}")
+    return threshold
+
+
 def read_checkpoint(path: Path | str) -> dict[str, Any]:
     """Load and check a checkpoint dict; raises :class:`CheckpointError` with one clear line."""
     path = Path(path)
@@ -88,6 +108,10 @@ def read_checkpoint(path: Path | str) -> dict[str, Any]:
     missing = [k for k in _REQUIRED_KEYS if k not in ckpt]
     if missing:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
+    try:
+        check_threshold(ckpt.get("threshold", THRESHOLD))
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"checkpoint {path}: {e}") from None
     return ckpt
 
 
@@ -95,10 +119,12 @@ class Segmenter:
     """RGB -> sphere mask with a trained network; one batched forward pass per call on ``self.device``."""
 
     def __init__(self, model: nn.Module, *, input_hw: tuple[int, int], config: dict[str, Any],
-                 device: torch.device | None = None):
+                 device: torch.device | None = None, threshold: float = THRESHOLD):
         self.device = device or default_device()
         self.model = model.to(self.device).eval()
         self.input_hw = (int(input_hw[0]), int(input_hw[1]))
+        self.threshold = check_threshold(threshold)
+        """Probability above which a pixel is the sphere (the checkpoint's calibrated one when it has one)."""
         self.config = config
         """The checkpoint's metadata: architecture, arch_kwargs, input_hw, background_split, config, step."""
 
@@ -113,7 +139,8 @@ class Segmenter:
             raise CheckpointError(f"checkpoint {path} does not match its architecture: {str(e).splitlines()[0]}")
         meta = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer")}
         return cls(model, input_hw=tuple(ckpt["input_hw"]), config=meta,
-                   device=torch.device(device) if device is not None else None)
+                   device=torch.device(device) if device is not None else None,
+                   threshold=ckpt.get("threshold", THRESHOLD))
 
     @torch.inference_mode()
     def predict_proba(self, rgb_uint8: np.ndarray) -> np.ndarray:
@@ -136,5 +163,5 @@ class Segmenter:
         """uint8 (N, H, W, 3) -> bool (N, H, W), or (H, W, 3) -> (H, W)."""
         rgb = np.asarray(rgb_uint8)
         single = rgb.ndim == 3
-        mask = self.predict_proba(rgb[None] if single else rgb) > THRESHOLD
+        mask = self.predict_proba(rgb[None] if single else rgb) > self.threshold
         return mask[0] if single else mask

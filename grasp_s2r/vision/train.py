@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from grasp_s2r.files import atomic_write
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
+from grasp_s2r.vision.calibrate import calibrate_checkpoint
 from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.metrics import pixel_metrics
 from grasp_s2r.vision.model import ARCHITECTURES, build_model, count_parameters, to_input_tensor
@@ -39,6 +40,7 @@ from grasp_s2r.vision.segmenter import (
     default_device,
     make_checkpoint,
     read_checkpoint,
+    write_checkpoint,
 )
 
 RUN_FORMAT_VERSION = 1
@@ -90,12 +92,17 @@ class TrainConfig:
     """How composites are made (camouflage and recolouring: options, off by default, see docs/vision.md)."""
     init_checkpoint: str = ""
     """Segmenter checkpoint whose weights start the run (fine-tuning); "" = random initial weights."""
+    calibration_images: int = 1000
+    """Validation composites (training photos) on which the final model's break-even threshold is chosen
+    (``vision/calibrate.py``); 0 = keep the threshold at 0.5."""
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
             raise TrainError(f"architecture must be one of {', '.join(ARCHITECTURES)}, got {self.architecture!r}")
         if self.image_size_px % 8 or self.image_size_px < 16:
             raise TrainError(f"image size must be a multiple of 8 and at least 16, got {self.image_size_px}")
+        if self.calibration_images < 0:
+            raise TrainError(f"calibration_images must be >= 0, got {self.calibration_images}")
 
     @property
     def arch_kwargs(self) -> dict[str, Any]:
@@ -157,12 +164,6 @@ def resolve_amp(amp: str, device: torch.device) -> bool:
     return amp == "on"
 
 
-def _save_atomic(obj: Any, path: Path) -> None:
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    atomic_write(path, buf.getvalue())
-
-
 def _write_curve_csv(history: list[dict[str, float]], path: Path) -> None:
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=CURVE_FIELDS)
@@ -177,7 +178,8 @@ def _run_config(cfg: TrainConfig, split: dict[str, list[str]]) -> dict[str, Any]
 
 
 def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
-    a = {**saved["train"], "steps": None}
+    defaults = TrainConfig().to_dict()  # fields added since the run started take their defaults
+    a = {**defaults, **saved["train"], "steps": None}
     b = {**new["train"], "steps": None}
     changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
     if changed or saved["background_split"] != new["background_split"]:
@@ -293,9 +295,14 @@ def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_
             _write_curve_csv(history, out_dir / "curve.csv")
             save_training_curve(history, out_dir / "curve.png")
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
-            _save_atomic(checkpoint(with_optimizer=True), latest)
+            write_checkpoint(checkpoint(with_optimizer=True), latest)
     bar.close()
     train_set.close()
     final = out_dir / "model.pt"
-    _save_atomic(checkpoint(with_optimizer=False), final)
+    write_checkpoint(checkpoint(with_optimizer=False), final)
+    if cfg.calibration_images:
+        cal = calibrate_checkpoint(final, n_images=cfg.calibration_images, seed=cfg.seed, data=cfg.data,
+                                   backgrounds_dir=backgrounds_dir, device=device)
+        print(f"train-vision: threshold {cal['threshold']:.3f} (break-even on {cal['n_images']} validation "
+              f"composites: precision {cal['precision']:.3f}, recall {cal['recall']:.3f})")
     return final

@@ -1,0 +1,84 @@
+"""The segmenter's operating point: break-even threshold arithmetic, the checkpoint's threshold, calibrate-vision."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from grasp_s2r.cli import main
+from grasp_s2r.vision.backgrounds import split_names
+from grasp_s2r.vision.calibrate import break_even_threshold, precision_recall_curve
+from grasp_s2r.vision.model import build_model
+from grasp_s2r.vision.segmenter import CheckpointError, Segmenter, make_checkpoint, read_checkpoint
+
+
+def test_break_even_on_hand_made_probabilities():
+    # GIVEN 4 target pixels (0.9, 0.8, 0.3, 0.2) and 4 background pixels (0.7, 0.25, 0.1, 0.05)
+    proba = np.array([[0.9, 0.8, 0.3, 0.2, 0.7, 0.25, 0.1, 0.05]])
+    target = np.array([[True] * 4 + [False] * 4])
+    # WHEN the threshold is chosen where precision = recall
+    threshold, precision, recall = break_even_threshold(proba, target)
+    # THEN it keeps 0.3 and drops 0.25 (TP 3, FP 1, FN 1): the highest threshold with P = R = 0.75
+    assert threshold == pytest.approx(0.299)
+    assert precision == pytest.approx(0.75) and recall == pytest.approx(0.75)
+
+
+def test_break_even_ignores_thresholds_that_find_nothing():
+    # GIVEN a bad model: its target pixels (0.1, 0.2) score below its background pixels (0.8, 0.9)
+    proba = np.array([0.1, 0.2, 0.8, 0.9])
+    target = np.array([True, True, False, False])
+    # THEN "P = R = 0" above 0.2 does not count: the closest pair is P 1/3, R 1/2 (keeping 0.2, 0.8, 0.9)
+    threshold, precision, recall = break_even_threshold(proba, target)
+    assert threshold == pytest.approx(0.199)
+    assert precision == pytest.approx(1 / 3) and recall == pytest.approx(0.5)
+
+
+def test_precision_recall_curve_matches_direct_counts():
+    rng = np.random.default_rng(0)
+    target = rng.random((6, 16, 16)) < 0.2
+    proba = np.clip(np.where(target, rng.normal(0.7, 0.2, target.shape), rng.normal(0.3, 0.2, target.shape)), 0, 1)
+    thresholds, precision, recall = precision_recall_curve(proba, target)
+    for t in (0.1, 0.37, 0.5, 0.82):
+        i = int(round(t * 1000))
+        pred = proba > thresholds[i]
+        assert precision[i] == pytest.approx((pred & target).sum() / pred.sum())
+        assert recall[i] == pytest.approx((pred & target).sum() / target.sum())
+    with pytest.raises(ValueError, match="empty"):
+        precision_recall_curve(proba, np.zeros_like(target))
+
+
+def _tiny_ckpt(path, **extra):
+    torch.manual_seed(0)
+    kwargs = {"width": 4, "depth": 1}
+    ckpt = make_checkpoint(build_model("unet", **kwargs), architecture="unet", arch_kwargs=kwargs, input_hw=(16, 16),
+                           background_split=split_names(), config={}, step=0, history=[])
+    torch.save({**ckpt, **extra}, path)
+    return path
+
+
+def test_segmenter_uses_the_checkpoint_threshold(tmp_path):
+    images = np.random.default_rng(1).integers(0, 256, size=(4, 16, 16, 3), dtype=np.uint8)
+    plain = Segmenter.load(_tiny_ckpt(tmp_path / "plain.pt"), device="cpu")
+    proba = plain.predict_proba(images)
+    t = float(np.median(proba))  # a threshold that splits this untrained net's output
+    calibrated = Segmenter.load(_tiny_ckpt(tmp_path / "cal.pt", threshold=t), device="cpu")
+    assert plain.threshold == 0.5 and calibrated.threshold == pytest.approx(t)
+    np.testing.assert_array_equal(calibrated.predict(images), proba > t)
+    with pytest.raises(CheckpointError, match="threshold must be in"):
+        Segmenter.load(_tiny_ckpt(tmp_path / "bad.pt", threshold=1.5))
+
+
+def test_calibrate_vision_writes_the_break_even_threshold(tmp_path, capsys):
+    src = _tiny_ckpt(tmp_path / "model.pt")
+    out = tmp_path / "calibrated.pt"
+    assert main(["calibrate-vision", "--model", str(src), "--out", str(out), "--n-images", "48"]) == 0
+    assert "threshold 0.500 ->" in capsys.readouterr().out
+    ckpt = read_checkpoint(out)
+    cal = ckpt["threshold_calibration"]
+    assert ckpt["threshold"] == cal["threshold"] and 0 < cal["threshold"] < 1
+    assert cal["n_images"] == 48 and cal["photos"] == "train" and cal["stream"] == "val"
+    assert "threshold" not in read_checkpoint(src)  # --out leaves the source alone
+    # bad input: one line, exit 2
+    assert main(["calibrate-vision", "--model", str(tmp_path / "missing.pt")]) == 2
+    assert "does not exist" in capsys.readouterr().err
