@@ -26,8 +26,9 @@ from grasp_s2r.vision.backgrounds import load_backgrounds, random_crop
 from grasp_s2r.vision.composite import composite_frame
 from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for
 from grasp_s2r.vision.evaluate import EvalConfig, evaluate
+from grasp_s2r.vision.metrics import confusion_counts, summarize
 from grasp_s2r.vision.model import to_input_tensor
-from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
+from grasp_s2r.vision.segmenter import THRESHOLD, Segmenter, default_checkpoint_path
 
 TARGET = 0.95
 """Issue 3: pixel precision and recall on held-out-photo composites."""
@@ -85,6 +86,8 @@ def main() -> None:
     p.add_argument("--model", type=Path, default=None, help="checkpoint (default: the shipped one)")
     p.add_argument("--n-images", type=int, default=1000, help="held-out composites (default: 1000)")
     p.add_argument("--seed", type=int, default=1, help="seed of the held-out composites (default: 1)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="sphere-probability threshold (default: the checkpoint's calibrated one, else 0.5)")
     p.add_argument("--repeats", type=int, default=500, help="timed frames for the latency (default: 500)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
     args = p.parse_args()
@@ -93,7 +96,8 @@ def main() -> None:
 
     metrics = {}
     for name, data in (("clean", DataConfig(augment=NO_AUGMENT)), ("augmented", DataConfig())):
-        result = evaluate(model, cfg=EvalConfig(n_images=args.n_images, seed=args.seed, data=data), device="cpu")
+        result = evaluate(model, cfg=EvalConfig(n_images=args.n_images, seed=args.seed, data=data), device="cpu",
+                          threshold=args.threshold)
         m = metrics[name] = result.report["metrics"]
         met = "met" if min(m["precision"], m["recall"]) >= TARGET else "NOT met"
         print(f"held-out-photo composites, {name} ({AUGMENT_WORDS[name]}): {m['images']} images "
@@ -101,7 +105,12 @@ def main() -> None:
         print(f"  pixel precision {m['precision']:.4f}   recall {m['recall']:.4f}   IoU {m['iou']:.4f}   "
               f"F1 {m['f1']:.4f}   (target >= {TARGET} / {TARGET}: {met})")
         print(f"  sphere found {m['found_rate']:.4f}   false detection on empty images {m['false_detection_rate']:.4f}")
-    print(f"model {model} ({result.report['model']['architecture']}, input {result.report['model']['input_hw']})")
+        if result.report["model"]["threshold"] != THRESHOLD:  # what the operating point bought
+            proba = Segmenter.load(model, device="cpu").predict_proba(result.images)
+            m05 = metrics[f"{name}_threshold_0.5"] = summarize(confusion_counts(proba > THRESHOLD, result.target))
+            print(f"  (at threshold {THRESHOLD}: precision {m05['precision']:.4f}   recall {m05['recall']:.4f})")
+    info = result.report["model"]
+    print(f"model {model} ({info['architecture']}, input {info['input_hw']}, threshold {info['threshold']:.3f})")
 
     lat = latency_ms(Segmenter.load(model, device="cpu"), args.repeats)
     print(f"CPU latency, batch 1, 1 thread: predict {lat['predict_median_ms']:.2f} ms median "
@@ -113,7 +122,8 @@ def main() -> None:
           f"augment alone")
     if args.json:
         args.json.write_text(json.dumps({"metrics": metrics, "latency": lat, "composition": comp, "model": str(model),
-                                         "n_images": args.n_images, "seed": args.seed}, indent=2))
+                                         "threshold": info["threshold"], "n_images": args.n_images, "seed": args.seed},
+                                        indent=2))
 
 
 if __name__ == "__main__":
