@@ -36,8 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="share of spheres recoloured like the photo around them (default: 0)")
     parser.add_argument("--dice-per-image", action="store_true",
                         help="Dice loss per image, averaged (small spheres weigh as much as large ones)")
-    parser.add_argument("--calibration-images", type=int, default=1000,
-                        help="validation composites for the final break-even threshold (0: keep 0.5; default 1000)")
+    parser.add_argument("--calibration-images", type=int, default=0,
+                        help="set the final threshold where precision = recall on N validation composites "
+                             "(default 0: keep 0.5)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 

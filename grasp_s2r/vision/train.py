@@ -92,9 +92,9 @@ class TrainConfig:
     """How composites are made (camouflage and recolouring: options, off by default, see docs/vision.md)."""
     init_checkpoint: str = ""
     """Segmenter checkpoint whose weights start the run (fine-tuning); "" = random initial weights."""
-    calibration_images: int = 1000
+    calibration_images: int = 0
     """Validation composites (training photos) on which the final model's break-even threshold is chosen
-    (``vision/calibrate.py``); 0 = keep the threshold at 0.5."""
+    (``vision/calibrate.py``); 0 = keep the threshold at 0.5 (the default: see docs/vision.md, *Operating point*)."""
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
