@@ -6,7 +6,8 @@ Everything runs with ``torch.set_num_threads(1)`` on the CPU:
 - quality: ``eval-vision``'s held-out composites (held-out photos, held-out episode seeds), micro pixel metrics,
   as composited (``--no-augment``) and with the training augmentation applied to them too (the default);
   one set of ``--n-images`` per seed (1000 images put about +-0.01 of sampling noise on precision and recall),
-  figures pooled over all of them, per seed beside them;
+  figures pooled over all of them, per seed beside them (seeds change views, sphere colours, crops and photos;
+  the scene's episode seeds, hence light direction and camera-mount jitter, are shared between them);
 - latency: ``Segmenter.predict`` on one (H, W, 3) frame (conversion + forward + threshold), and the bare forward;
 - composition: full dataset items (render amortized over ``renders_per_view``, photo crop, paste, augment),
   and paste + augment alone on pre-rendered frames.
