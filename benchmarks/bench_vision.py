@@ -103,7 +103,9 @@ def quality(model: Path, data: DataConfig, seeds: list[int], n_images: int,
                           threshold=threshold)
         out["per_seed"][seed] = result.report["metrics"]
         counts.append(confusion_counts(result.pred, result.target))
-        counts_05.append(confusion_counts(segmenter.predict_proba(result.images) > THRESHOLD, result.target))
+        at_05 = result.report["model"]["threshold"] == THRESHOLD  # then the masks at 0.5 are result.pred
+        counts_05.append(counts[-1] if at_05 else
+                         confusion_counts(segmenter.predict_proba(result.images) > THRESHOLD, result.target))
     out["pooled"], out["pooled_threshold_0.5"] = _pooled(counts), _pooled(counts_05)
     return out, result.report["model"]
 

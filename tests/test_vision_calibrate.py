@@ -40,7 +40,7 @@ def test_precision_recall_curve_matches_direct_counts():
     proba = np.clip(np.where(target, rng.normal(0.7, 0.2, target.shape), rng.normal(0.3, 0.2, target.shape)), 0, 1)
     thresholds, precision, recall = precision_recall_curve(proba, target)
     for t in (0.1, 0.37, 0.5, 0.82):
-        i = int(round(t * 1000))
+        i = round(t * 1000)
         pred = proba > thresholds[i]
         assert precision[i] == pytest.approx((pred & target).sum() / pred.sum())
         assert recall[i] == pytest.approx((pred & target).sum() / target.sum())

@@ -72,7 +72,7 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = 1000, seed: int = 
         raise ValueError(f"n_images must be positive, got {n_images}")
     data = data or DataConfig()
     ckpt = read_checkpoint(path)
-    segmenter = Segmenter.load(path, device=device)
+    segmenter = Segmenter.from_checkpoint(ckpt, device=device, path=path)
     h, w = segmenter.input_hw
     if h != w:
         raise ValueError(f"calibration composites need a square input, got {segmenter.input_hw}")

@@ -54,12 +54,15 @@ def run(args: argparse.Namespace) -> int:
     from grasp_s2r.vision.folder import DataFolderError
     from grasp_s2r.vision.metrics import format_table
     from grasp_s2r.vision.overlays import save_overlay_grid
-    from grasp_s2r.vision.segmenter import CheckpointError, default_checkpoint_path
+    from grasp_s2r.vision.segmenter import CheckpointError, check_threshold, default_checkpoint_path
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.threshold is not None and not 0.0 < args.threshold < 1.0:
-        raise UsageError(f"--threshold must be in (0, 1), got {args.threshold}")
+    if args.threshold is not None:
+        try:
+            check_threshold(args.threshold)
+        except ValueError as e:
+            raise UsageError(f"--{e}") from None
     model = args.model or default_checkpoint_path()
     data = DataConfig(augment=NO_AUGMENT) if args.no_augment else DataConfig()
     cfg = EvalConfig(n_images=args.n_images, seed=args.seed, batch_size=args.batch_size, data=data)

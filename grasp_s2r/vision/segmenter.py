@@ -131,7 +131,12 @@ class Segmenter:
     @classmethod
     def load(cls, path: Path | str, device: torch.device | str | None = None) -> Segmenter:
         """A segmenter from a checkpoint file; raises :class:`CheckpointError` for unusable files."""
-        ckpt = read_checkpoint(path)
+        return cls.from_checkpoint(read_checkpoint(path), device=device, path=path)
+
+    @classmethod
+    def from_checkpoint(cls, ckpt: dict[str, Any], device: torch.device | str | None = None,
+                        path: Path | str = "<dict>") -> Segmenter:
+        """A segmenter from a checkpoint dict already checked by :func:`read_checkpoint` (``path`` names it in errors)."""
         try:
             model = build_model(ckpt["architecture"], **ckpt["arch_kwargs"])
             model.load_state_dict(ckpt["state_dict"])
