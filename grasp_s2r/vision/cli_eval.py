@@ -1,4 +1,5 @@
-"""``grasp-s2r eval-vision``: pixel precision / recall / IoU / F1 and per-image detection of a checkpoint."""
+"""``grasp-s2r eval-vision``: pixel precision / recall / IoU / F1 and per-image detection of a checkpoint, on one test
+suite, every suite (``--suite all``: one row each, one JSON) or a ``--data`` folder."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grasp_s2r.cli import UsageError, positive_int
+from grasp_s2r.vision.suites import SPLITS, SUITE_ALL, SUITES
 
 if TYPE_CHECKING:
     from grasp_s2r.vision.evaluate import EvalResult
@@ -20,10 +22,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, default=None,
                         help="folder DIR/images/<name>.{png,jpg,jpeg} + DIR/masks/<name>.png (default: fresh "
                              "held-out-photo composites)")
-    parser.add_argument("--n-images", type=positive_int, default=1000, help="held-out composites (default: 1000)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the held-out composites (default: 1)")
-    parser.add_argument("--no-augment", action="store_true",
-                        help="held-out composites without the training augmentation (no noise, blur, JPEG, jitter)")
+    parser.add_argument("--suite", default=None, metavar="NAME",
+                        help="test suite: " + "; ".join(f"{k}: {v}" for k, v in SUITES.items())
+                        + f"; {SUITE_ALL}: every suite, one row each (default: composites)")
+    parser.add_argument("--split", choices=SPLITS, default="heldout",
+                        help="heldout: held-out photos and seeds, to report on (default); val: training photos and "
+                             "validation seeds, to choose recipes and thresholds on")
+    parser.add_argument("--n-images", type=positive_int, default=1000, help="images per suite (default: 1000)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the suite's images (default: 1)")
+    parser.add_argument("--no-augment", action="store_true", help="same as --suite composites-clean")
     parser.add_argument("--backgrounds", type=Path, default=None,
                         help="your own photos folder, for held-out composites (default: embedded photos)")
     parser.add_argument("--out", type=Path, default=Path("runs/eval-vision"),
@@ -44,17 +51,42 @@ def _overlay_order(result: EvalResult) -> list[int]:
     return errors[:24] + rest[: 48 - min(24, len(errors))]
 
 
+def _suites(args: argparse.Namespace) -> list[str]:
+    from grasp_s2r.vision.suites import SuiteError, resolve_suites
+
+    if args.no_augment and args.suite not in (None, "composites-clean"):
+        raise UsageError(f"--no-augment is --suite composites-clean; it cannot go with --suite {args.suite}")
+    if args.data is not None and args.suite is not None:
+        raise UsageError("--data DIR is evaluated as it is; --suite applies to the generated test suites only")
+    try:
+        return resolve_suites(args.suite or ("composites-clean" if args.no_augment else "composites"))
+    except SuiteError as e:
+        raise UsageError(f"--suite: {e}") from None
+
+
+def _write_json(report: dict, path: Path) -> None:
+    report = json.loads(json.dumps(report, allow_nan=True))
+
+    def nulls(d: dict) -> None:  # NaN is not JSON: undefined metrics are written as null
+        for k, v in d.items():
+            if isinstance(v, float) and math.isnan(v):
+                d[k] = None
+            elif isinstance(v, dict):
+                nulls(v)
+    nulls(report)
+    path.write_text(json.dumps(report, indent=2))
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from grasp_s2r.vision.augment import NO_AUGMENT
     from grasp_s2r.vision.backgrounds import BackgroundError
-    from grasp_s2r.vision.dataset import DataConfig
-    from grasp_s2r.vision.evaluate import EvalConfig, evaluate
+    from grasp_s2r.vision.evaluate import EvalConfig, evaluate, evaluate_suites
     from grasp_s2r.vision.folder import DataFolderError
-    from grasp_s2r.vision.metrics import format_table
+    from grasp_s2r.vision.metrics import format_suite_table, format_table
     from grasp_s2r.vision.overlays import save_overlay_grid
     from grasp_s2r.vision.segmenter import CheckpointError, check_threshold, default_checkpoint_path
+    from grasp_s2r.vision.suites import SuiteError
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -63,34 +95,40 @@ def run(args: argparse.Namespace) -> int:
             check_threshold(args.threshold)
         except ValueError as e:
             raise UsageError(f"--{e}") from None
+    suites = _suites(args)
     model = args.model or default_checkpoint_path()
-    data = DataConfig(augment=NO_AUGMENT) if args.no_augment else DataConfig()
-    cfg = EvalConfig(n_images=args.n_images, seed=args.seed, batch_size=args.batch_size, data=data)
+    cfg = EvalConfig(n_images=args.n_images, seed=args.seed, batch_size=args.batch_size, suite=suites[0],
+                     split=args.split)
     try:
-        result = evaluate(model, cfg=cfg, data_dir=args.data, backgrounds_dir=args.backgrounds, device=args.device,
-                          threshold=args.threshold)
-    except (CheckpointError, DataFolderError, BackgroundError) as e:
+        if len(suites) > 1:
+            report, results = evaluate_suites(model, suites, cfg=cfg, backgrounds_dir=args.backgrounds,
+                                              device=args.device, threshold=args.threshold)
+        else:
+            result = evaluate(model, cfg=cfg, data_dir=args.data, backgrounds_dir=args.backgrounds,
+                              device=args.device, threshold=args.threshold)
+            report, results = result.report, {suites[0]: result}
+    except (CheckpointError, DataFolderError, BackgroundError, SuiteError) as e:
         raise UsageError(str(e)) from None
     except RuntimeError as e:
         if args.device and "device" in str(e).lower():
             raise UsageError(f"bad --device {args.device!r}: {str(e).splitlines()[0]}") from None
         raise
-    m = result.report["metrics"]
-    clean = ", no augmentation" if args.no_augment else ""
-    source = f"folder {args.data}" if args.data else f"{args.n_images} held-out-photo composites (seed {args.seed}{clean})"
-    threshold = result.report["model"]["threshold"]
-    print(format_table(m, f"eval-vision: {model} (threshold {threshold:.3f}) on {source}"))
+    threshold = report["model"]["threshold"]
     args.out.mkdir(parents=True, exist_ok=True)
+    if len(suites) > 1:
+        print(format_suite_table(report["suites"], f"eval-vision: {model} (threshold {threshold:.3f}), {args.n_images} "
+                                 f"images per suite, {args.split} split, seed {args.seed}; latency: batch 1, 1 CPU thread"))
+    else:
+        source = (f"folder {args.data}" if args.data else
+                  f"{args.n_images} images of suite {suites[0]} ({SUITES[suites[0]]}), {args.split} split, seed {args.seed}")
+        print(format_table(report["metrics"], f"eval-vision: {model} (threshold {threshold:.3f}) on {source}"))
     report_path = args.out / "metrics.json"
-    report = json.loads(json.dumps(result.report, allow_nan=True))
-    for k, v in report["metrics"].items():  # NaN is not JSON: undefined metrics are written as null
-        if isinstance(v, float) and math.isnan(v):
-            report["metrics"][k] = None
-    report_path.write_text(json.dumps(report, indent=2))
+    _write_json(report, report_path)
     print(f"eval-vision: wrote {report_path}")
     if args.save_overlays:
-        idx = _overlay_order(result)
-        path = args.out / "overlays.png"
-        save_overlay_grid(result.images[idx], result.pred[idx], result.target[idx], path)
-        print(f"eval-vision: wrote {path} (TP green, FP red, FN blue; images with errors first)")
+        for name, result in results.items():
+            idx = _overlay_order(result)
+            path = args.out / ("overlays.png" if len(results) == 1 else f"overlays-{name}.png")
+            save_overlay_grid(result.images[idx], result.pred[idx], result.target[idx], path)
+            print(f"eval-vision: wrote {path} (TP green, FP red, FN blue; images with errors first)")
     return 0

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grasp_s2r.cli import UsageError, positive_int
 from grasp_s2r.vision.backgrounds import BackgroundError
 from grasp_s2r.vision.model import ARCHITECTURES
+
+if TYPE_CHECKING:
+    from grasp_s2r.vision.dataset import BackgroundMix
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="share of background crops with randomized colours (default: 0)")
     parser.add_argument("--camouflage-prob", type=float, default=None,
                         help="share of spheres recoloured like the photo around them (default: 0)")
+    parser.add_argument("--mix", default=None, metavar="KIND=W,...",
+                        help="background mixture weights, e.g. photo=0.4,texture=0.15,flat=0.1,sim_table=0.15,"
+                             "photo_table=0.2 (kinds not named keep the recipe's weight; default: the recipe's)")
+    parser.add_argument("--reshade-prob", type=float, default=None,
+                        help="share of spheres re-lit from their geometry (default: the recipe's 0.5)")
+    parser.add_argument("--distractor-prob", type=float, default=None,
+                        help="share of pasted-on backgrounds with hard-negative distractors (default: the recipe's 0.3)")
+    parser.add_argument("--affine-scale", default=None, metavar="LO,HI",
+                        help="range of the affine zoom of training composites (default: the recipe's 0.75,1.5: "
+                             "spheres up to the 16 px the camera shows at its closest)")
+    parser.add_argument("--empty-view-prob", type=float, default=None,
+                        help="share of sim views without a sphere (default: the recipe's 0.2)")
     parser.add_argument("--dice-per-image", action="store_true",
                         help="Dice loss per image, averaged (small spheres weigh as much as large ones)")
     parser.add_argument("--calibration-images", type=int, default=0,
@@ -43,10 +59,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def parse_mix(text: str, base: BackgroundMix) -> BackgroundMix:
+    """``"photo=0.4,flat=0.1"`` -> ``base`` with those weights; a bad kind or number -> ValueError (one line)."""
+    kinds = {f.name for f in dataclasses.fields(base)}
+    weights = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        kind, _, value = part.partition("=")
+        if kind not in kinds:
+            raise ValueError(f"--mix: unknown background kind {kind!r}; kinds: {', '.join(sorted(kinds))}")
+        try:
+            weights[kind] = float(value)
+        except ValueError:
+            raise ValueError(f"--mix: {kind} needs a number, got {value!r}") from None
+    return dataclasses.replace(base, **weights)
+
+
+def parse_range(text: str, option: str) -> tuple[float, float]:
+    """``"0.75,1.5"`` -> (0.75, 1.5); anything else -> ValueError naming ``option``."""
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"{option}: expected LO,HI, got {text!r}") from None
+    if not 0 < lo <= hi:
+        raise ValueError(f"{option}: expected 0 < LO <= HI, got {text!r}")
+    return lo, hi
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from grasp_s2r.vision.dataset import DataConfig
+    from grasp_s2r.vision.dataset import TRAINING_DATA
     from grasp_s2r.vision.train import TrainConfig, TrainError, train
 
     if args.threads:
@@ -59,8 +101,19 @@ def run(args: argparse.Namespace) -> int:
         device = torch.device(args.device) if args.device else None
     except RuntimeError as e:
         raise UsageError(f"bad --device {args.device!r}: {e}") from None
-    data = DataConfig()
+    data = TRAINING_DATA
     try:  # the configs check their own ranges
+        if args.mix is not None:
+            data = dataclasses.replace(data, mix=parse_mix(args.mix, data.mix))
+        if args.reshade_prob is not None:
+            data = dataclasses.replace(data, reshade=dataclasses.replace(data.reshade, prob=args.reshade_prob))
+        if args.distractor_prob is not None:
+            data = dataclasses.replace(data, distractor_prob=args.distractor_prob)
+        if args.affine_scale is not None:
+            data = dataclasses.replace(data, augment=dataclasses.replace(
+                data.augment, affine_scale=parse_range(args.affine_scale, "--affine-scale")))
+        if args.empty_view_prob is not None:
+            data = dataclasses.replace(data, view=dataclasses.replace(data.view, empty_prob=args.empty_view_prob))
         if args.recolor_prob is not None:
             data = dataclasses.replace(data, background_recolor_prob=args.recolor_prob)
         if args.camouflage_prob is not None:

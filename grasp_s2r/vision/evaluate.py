@@ -1,27 +1,27 @@
-"""Evaluation of a segmenter: on freshly composited held-out-photo images (seeded) or on a ``--data`` folder.
+"""Evaluation of a segmenter: on one of the seeded test suites (:mod:`grasp_s2r.vision.suites`) or a ``--data`` folder.
 
-The held-out composites are made with a fixed :class:`EvalConfig` (not the checkpoint's training
-config), so that different checkpoints are compared on the same images.
+The suites are made with a fixed :class:`EvalConfig` (not the checkpoint's training config), so that different
+checkpoints are compared on the same images.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
-from grasp_s2r.vision.backgrounds import BackgroundError, load_backgrounds, split_names
-from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
+from grasp_s2r.vision.backgrounds import split_names
 from grasp_s2r.vision.folder import load_folder
 from grasp_s2r.vision.metrics import confusion_counts, summarize
 from grasp_s2r.vision.segmenter import Segmenter, check_threshold
+from grasp_s2r.vision.suites import SPLITS, SUITES, SuiteError, latency_ms, suite_images
 
 EVAL_FORMAT_NAME = "grasp_s2r.vision_eval"
-EVAL_FORMAT_VERSION = 1
+EVAL_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -29,15 +29,23 @@ class EvalConfig:
     """One ``eval-vision`` run; saved in its JSON report."""
 
     n_images: int = 1000
-    """Held-out composites to make (ignored with a data folder)."""
+    """Images of the suite to make (ignored with a data folder)."""
     seed: int = 1
-    """Seed of the held-out composites (stream ``heldout``: held-out photos, held-out episode seeds)."""
+    """Seed of the suite's images."""
+    suite: str = "composites"
+    """Which test suite (:data:`grasp_s2r.vision.suites.SUITES`)."""
+    split: str = "heldout"
+    """``heldout`` (held-out photos and seeds: report on it) or ``val`` (training photos: choose on it)."""
     batch_size: int = 128
     """Images per forward pass."""
     min_detection_px: int = 1
     """Predicted pixels needed to count as a detection."""
-    data: DataConfig = field(default_factory=DataConfig)
-    """How held-out composites are made."""
+
+    def __post_init__(self) -> None:
+        if self.suite not in SUITES:
+            raise SuiteError(f"unknown suite {self.suite!r}; choose one of {', '.join(SUITES)}")
+        if self.split not in SPLITS:
+            raise SuiteError(f"unknown split {self.split!r}; choose one of {', '.join(SPLITS)}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -61,22 +69,12 @@ class EvalResult:
 
 def heldout_composites(input_hw: tuple[int, int], cfg: EvalConfig, backgrounds_dir: Path | None = None,
                        trained_on: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``cfg.n_images`` composites on held-out photos: (uint8 (N, H, W, 3), bool (N, H, W)).
+    """The images of ``cfg.suite`` (default: held-out composites): (uint8 (N, H, W, 3), bool (N, H, W)).
 
     ``trained_on``: photo names the model was trained on; an error if any held-out photo is among them.
     """
-    if input_hw[0] != input_hw[1]:
-        raise ValueError(f"held-out composites need a square input, got {input_hw}")
-    heldout_names = split_names(backgrounds_dir)["heldout"]
-    if trained_on and (leak := sorted(set(heldout_names) & set(trained_on))):
-        raise BackgroundError(f"held-out photos {', '.join(leak)} were used to train this model")
-    photos = load_backgrounds("heldout", backgrounds_dir)
-    dataset = CompositeDataset(env_config=env_config_for(input_hw[0]), data=cfg.data, backgrounds=photos,
-                               stream="heldout", seed=cfg.seed, length=cfg.n_images)
-    try:
-        return make_composites(dataset, cfg.n_images, desc="held-out composites")
-    finally:
-        dataset.close()
+    return suite_images(cfg.suite, input_hw, n_images=cfg.n_images, seed=cfg.seed, split=cfg.split,
+                        backgrounds_dir=backgrounds_dir, trained_on=trained_on)
 
 
 def predict_all(segmenter: Segmenter, images: np.ndarray, batch_size: int) -> np.ndarray:
@@ -103,8 +101,9 @@ def evaluate(model_path: Path, *, cfg: EvalConfig, data_dir: Path | None = None,
     else:
         trained_on = segmenter.config["background_split"]["train"]
         images, target = heldout_composites(hw, cfg, backgrounds_dir, trained_on)
-        names = [f"heldout-{i:06d}" for i in range(len(images))]
-        source = {"kind": "heldout_composites", "background_split": split_names(backgrounds_dir)}
+        names = [f"{cfg.suite}-{cfg.split}-{i:06d}" for i in range(len(images))]
+        source = {"kind": "suite", "suite": cfg.suite, "split": cfg.split,
+                  "background_split": split_names(backgrounds_dir)}
     pred = predict_all(segmenter, images, cfg.batch_size)
     counts = confusion_counts(pred, target)
     report = {
@@ -117,3 +116,29 @@ def evaluate(model_path: Path, *, cfg: EvalConfig, data_dir: Path | None = None,
                       for n, a, b, c in zip(names, counts.tp, counts.fp, counts.fn)],
     }
     return EvalResult(report=report, images=images, pred=pred, target=target, names=names)
+
+
+def evaluate_suites(model_path: Path, suites: list[str], *, cfg: EvalConfig, backgrounds_dir: Path | None = None,
+                    device: Any = None, threshold: float | None = None,
+                    latency_frames: int = 200) -> tuple[dict[str, Any], dict[str, EvalResult]]:
+    """:func:`evaluate` on each suite of ``suites`` (same seed, size and split), plus the batch-1 CPU latency.
+
+    Returns (one JSON-ready report: ``{"suites": {name: metrics + latency}, ...}``, the results by suite).
+    ``latency_frames``: frames of each suite timed one by one on one CPU thread (0: not measured).
+    """
+    results: dict[str, EvalResult] = {}
+    rows: dict[str, Any] = {}
+    cpu = Segmenter.load(model_path, device="cpu") if latency_frames else None
+    if cpu is not None and threshold is not None:
+        cpu.threshold = check_threshold(threshold)
+    for name in suites:
+        result = evaluate(model_path, cfg=dataclasses.replace(cfg, suite=name), backgrounds_dir=backgrounds_dir,
+                          device=device, threshold=threshold)
+        results[name] = result
+        rows[name] = dict(result.report["metrics"])
+        if cpu is not None:
+            rows[name].update(latency_ms(cpu, result.images[:64], repeats=latency_frames))
+    first = next(iter(results.values())).report
+    report = {"format": EVAL_FORMAT_NAME, "format_version": EVAL_FORMAT_VERSION, "model": first["model"],
+              "config": {**cfg.to_dict(), "suite": list(suites)}, "device": first["device"], "suites": rows}
+    return report, results

@@ -111,3 +111,18 @@ def format_table(metrics: dict[str, float | int], title: str) -> str:
     lines = [title, f"  images: {counts}"]
     lines += [f"  {label:<40} {float(metrics[key]):7.4f}" for key, label in TABLE_ROWS]
     return "\n".join(lines)
+
+
+SUITE_COLUMNS = (("precision", "precision"), ("recall", "recall"), ("iou", "IoU"), ("found_rate", "found"),
+                 ("false_detection_rate", "false det"))
+
+
+def format_suite_table(rows: dict[str, dict[str, float | int]], title: str) -> str:
+    """One line per suite: images, micro precision / recall / IoU, sphere found, false detection, latency."""
+    head = f"  {'suite':<18} {'images':>7} " + " ".join(f"{label:>9}" for _, label in SUITE_COLUMNS)
+    lines = [title, head + f" {'ms/frame':>9}"]
+    for name, m in rows.items():
+        cells = " ".join(f"{float(m[key]):9.4f}" for key, _ in SUITE_COLUMNS)
+        latency = f"{m['predict_median_ms']:9.2f}" if "predict_median_ms" in m else f"{'-':>9}"
+        lines.append(f"  {name:<18} {m['images']:>7} {cells} {latency}")
+    return "\n".join(lines)

@@ -3,19 +3,25 @@
 A view is drawn from its own seed: an episode's randomization (light, camera jitter), a wider
 sphere appearance than episodes use, and a gripper pose from far approach to a closing grasp.
 The PyBullet client is created lazily, inside the process that renders (DataLoader workers included).
+Given photos, a view can also have a real photo as the table's texture *inside* the simulator, so that its
+perspective, scale and the fingers' occlusion move with the camera as they would over a real table.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 import pybullet as pb
 
-from grasp_s2r.sim.camera import Frame
+from grasp_s2r.sim.camera import Frame, camera_pose_world
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import GraspEnv
+from grasp_s2r.sim.robot import PALM_LINK
+from grasp_s2r.vision.backgrounds import random_crop
 
 _FAR_AWAY_WORLD_M = (5.0, 5.0)
 """Where the sphere goes for a view without a target (far outside any camera view)."""
@@ -56,13 +62,34 @@ def _sphere_rgb(rng: np.random.Generator, dull_prob: float) -> np.ndarray:
     return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)[0, 0] / 255.0
 
 
-class SimViewSampler:
-    """Renders one randomized view per seed; owns a :class:`GraspEnv` made on first use."""
+_RASTER_OFFSET_PX = (0.5, -0.5)
+PHOTO_TEXTURE_TILE_PX = 128
+"""Side of the photo crop of a table texture; the texture is the crop mirrored 2 x 2 (seamless when tiled)."""
 
-    def __init__(self, env_config: EnvConfig, view: ViewConfig):
+
+def photo_texture(photo_rgb: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A seamless table texture uint8 (2T, 2T, 3) from a random crop of ``photo_rgb`` (T = PHOTO_TEXTURE_TILE_PX)."""
+    tile = random_crop(photo_rgb, (PHOTO_TEXTURE_TILE_PX, PHOTO_TEXTURE_TILE_PX), rng, min_scale=0.15, max_scale=0.9)
+    top = np.concatenate([tile, tile[:, ::-1]], axis=1)
+    return np.ascontiguousarray(np.concatenate([top, top[::-1]], axis=0))
+
+
+class SimViewSampler:
+    """Renders one randomized view per seed; owns a :class:`GraspEnv` made on first use.
+
+    ``table_photos``: photos for :meth:`render` ``photo_table=True``; ``n_photo_textures`` crops of them are loaded
+    as textures once per client (crop ``k`` from ``texture_seed`` and ``k``).
+    """
+
+    def __init__(self, env_config: EnvConfig, view: ViewConfig, table_photos: list[np.ndarray] | None = None,
+                 n_photo_textures: int = 32, texture_seed: int = 0):
         self.env_config = env_config
         self.view = view
+        self.table_photos = table_photos or []
+        self.n_photo_textures = n_photo_textures
+        self.texture_seed = texture_seed
         self._env: GraspEnv | None = None
+        self._photo_textures: list[int] = []
 
     @property
     def env(self) -> GraspEnv:
@@ -70,15 +97,62 @@ class SimViewSampler:
             self._env = GraspEnv(self.env_config)
         return self._env
 
+    def _photo_texture_ids(self) -> list[int]:
+        if not self._photo_textures:
+            if not self.table_photos:
+                raise ValueError("photo_table views need table_photos")
+            with tempfile.TemporaryDirectory(prefix="grasp_s2r_phototex_") as tmp:
+                for k in range(self.n_photo_textures):
+                    rng = np.random.default_rng([self.texture_seed, k])
+                    tex = photo_texture(self.table_photos[k % len(self.table_photos)], rng)
+                    path = os.path.join(tmp, f"photo_{k:03d}.png")
+                    cv2.imwrite(path, cv2.cvtColor(tex, cv2.COLOR_RGB2BGR))
+                    self._photo_textures.append(pb.loadTexture(path, physicsClientId=self.env.client))
+        return self._photo_textures
+
+    def sphere_circle_px(self) -> tuple[float, float, float]:
+        """The sphere's image in the current view as a circle (centre x, centre y, radius) in pixels.
+
+        Pinhole projection of the sphere's centre through the wrist camera's pose (the env's own); the radius is
+        the sphere's angular radius times the focal length. Pixel (0, 0)'s top-left corner is (0, 0).
+        """
+        env = self.env
+        cam, p = env.config.camera, env.params
+        palm_pos, palm_quat = env.robot.link_pose_world(PALM_LINK)
+        eye, target, up = camera_pose_world(palm_pos, palm_quat, cam, np.asarray(p.camera_mount_jitter_m),
+                                            np.asarray(p.camera_look_jitter_m))
+        forward = (target - eye) / np.linalg.norm(target - eye)
+        right = np.cross(forward, up)
+        right /= np.linalg.norm(right)
+        image_up = np.cross(right, forward)
+        d = env.sphere_pos_world_m() - eye
+        depth = max(float(d @ forward), 1e-6)
+        f_px = 0.5 * cam.height_px / np.tan(np.deg2rad(cam.fov_deg) / 2)
+        radius_m = env.config.scene.sphere_radius_m
+        # TinyRenderer's raster is offset from the ideal pinhole by half a pixel in x and y (measured: the GT mask's
+        # centroid sits +0.50 / -0.45 px from the ideal projection, median over 257 unoccluded spheres)
+        cx = 0.5 * cam.width_px + f_px * float(d @ right) / depth + _RASTER_OFFSET_PX[0]
+        cy = 0.5 * cam.height_px - f_px * float(d @ image_up) / depth + _RASTER_OFFSET_PX[1]
+        return cx, cy, f_px * radius_m / np.sqrt(max(float(d @ d) - radius_m**2, 1e-12))
+
     @property
     def image_hw(self) -> tuple[int, int]:
         return self.env_config.camera.height_px, self.env_config.camera.width_px
 
-    def render(self, episode_seed: int, rng: np.random.Generator) -> Frame:
-        """One view: the episode of ``episode_seed`` (light, camera jitter) and a pose/appearance from ``rng``."""
+    def render(self, episode_seed: int, rng: np.random.Generator, photo_table: np.random.Generator | None = None) -> Frame:
+        """One view: the episode of ``episode_seed`` (light, camera jitter) and a pose/appearance from ``rng``.
+
+        ``photo_table``: a generator that picks one of the photo textures (and its brightness) for the table
+        instead of the episode's procedural one; ``rng``'s draws are the same either way.
+        """
         env, v = self.env, self.view
         s = env.config.scene
         env.reset(episode_seed)
+        if photo_table is not None:
+            ids = self._photo_texture_ids()
+            grey = float(photo_table.uniform(0.7, 1.0))
+            pb.changeVisualShape(env.table_uid, -1, rgbaColor=[grey, grey, grey, 1],
+                                 textureUniqueId=ids[int(photo_table.integers(len(ids)))], physicsClientId=env.client)
         rgba = [*_sphere_rgb(rng, v.dull_color_prob), 1.0]
         spec = float(rng.uniform(0.0, v.specular_max))
         pb.changeVisualShape(env.sphere_uid, -1, rgbaColor=rgba, specularColor=[spec] * 3,
@@ -106,3 +180,4 @@ class SimViewSampler:
         if self._env is not None:
             self._env.close()
             self._env = None
+            self._photo_textures = []

@@ -17,7 +17,7 @@ import io
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from tqdm import tqdm
 from grasp_s2r.files import atomic_write
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.calibrate import calibrate_checkpoint
-from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
+from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.metrics import pixel_metrics
 from grasp_s2r.vision.model import ARCHITECTURES, build_model, count_parameters, to_input_tensor
 from grasp_s2r.vision.overlays import save_composite_grid, save_training_curve
@@ -88,8 +88,9 @@ class TrainConfig:
     """Write ``checkpoint-latest.pt`` every this many steps."""
     workers: int = 0
     """DataLoader worker processes (spawned; each renders with its own PyBullet client); 0 = in-process."""
-    data: DataConfig = field(default_factory=DataConfig)
-    """How composites are made (camouflage and recolouring: options, off by default, see docs/vision.md)."""
+    data: DataConfig = TRAINING_DATA
+    """How composites are made: the background mixture, re-shading and distractors of ``TRAINING_DATA``
+    (camouflage and recolouring: options, off by default, see docs/vision.md)."""
     init_checkpoint: str = ""
     """Segmenter checkpoint whose weights start the run (fine-tuning); "" = random initial weights."""
     calibration_images: int = 0
