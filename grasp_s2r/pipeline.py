@@ -1,7 +1,8 @@
 """``grasp-s2r pipeline``: the whole job on a small default, each stage resumable.
 
-collect (expert demonstrations) -> train-vision (sim-real composites) -> eval-vision (held-out
-photos) -> dagger (controller over predicted masks) -> eval (end to end, named conditions).
+collect (expert demonstrations) -> train-vision (the shipped segmenter fine-tuned on the training recipe, on the
+user's photos with ``--backgrounds``; from scratch with ``--vision-from-scratch``) -> eval-vision (every test suite,
+held-out split) -> dagger (controller over predicted masks) -> eval (end to end, named conditions).
 
 Every stage calls the same library function as its own command and writes into ``OUT/<stage>``;
 re-running the same command after an interruption skips what is finished.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from grasp_s2r import __version__
 
-PIPELINE_FORMAT_VERSION = 1
+PIPELINE_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,16 @@ class PipelineConfig:
     """Root folder; stages write into sub-folders."""
     demo_episodes: int = 24
     """Expert episodes of ``collect`` (DAgger round 0)."""
-    vision_steps: int = 600
+    vision_steps: int = 300
     """Optimizer steps of the segmentation network."""
+    vision_from_scratch: bool = False
+    """Train the segmenter from random weights instead of fine-tuning the shipped one (far weaker at this size)."""
+    vision_lr: float = 3e-4
+    """Peak learning rate of the fine-tuning (from scratch: ``TrainConfig``'s default)."""
+    backgrounds: str = ""
+    """Folder of the user's own photos for the segmenter and its held-out suites ("" = the embedded photos)."""
     vision_eval_images: int = 500
-    """Held-out-photo composites for ``eval-vision``."""
+    """Images per test suite for ``eval-vision``."""
     dagger_rounds: int = 5
     """DAgger rounds, round 0 included."""
     eval_episodes: int = 50
@@ -60,8 +67,10 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     from grasp_s2r.control.evaluate import results_table
     from grasp_s2r.stats import format_rate
     from grasp_s2r.vision.evaluate import EvalConfig as VisionEvalConfig
-    from grasp_s2r.vision.evaluate import evaluate as evaluate_vision
-    from grasp_s2r.vision.metrics import format_table
+    from grasp_s2r.vision.evaluate import evaluate_suites
+    from grasp_s2r.vision.metrics import format_suite_table
+    from grasp_s2r.vision.segmenter import default_checkpoint_path
+    from grasp_s2r.vision.suites import SUITES
     from grasp_s2r.vision.train import TrainConfig, train
 
     torch.set_num_threads(max(1, cfg.workers))
@@ -76,20 +85,26 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     print(f"expert success {format_rate(c.successes, c.episodes)}")
     seconds["collect"] = time.perf_counter() - t
 
-    t = _stage("train the segmentation network on sim-real composites", 2, total)
+    how = "from scratch" if cfg.vision_from_scratch else "fine-tuning the shipped segmenter"
+    t = _stage(f"train the segmentation network on the training recipe ({how})", 2, total)
     vision_dir = out / "vision"
     model = vision_dir / "model.pt"
+    backgrounds = Path(cfg.backgrounds) if cfg.backgrounds else None
     if not model.exists():
         resume = (vision_dir / "checkpoint-latest.pt").exists()
-        model = train(TrainConfig(steps=cfg.vision_steps, seed=cfg.seed), vision_dir, resume=resume)
+        train_cfg = (TrainConfig(steps=cfg.vision_steps, seed=cfg.seed) if cfg.vision_from_scratch else
+                     TrainConfig(steps=cfg.vision_steps, seed=cfg.seed, lr=cfg.vision_lr,
+                                 init_checkpoint=str(default_checkpoint_path())))
+        model = train(train_cfg, vision_dir, resume=resume, backgrounds_dir=backgrounds)
     else:
         print(f"{model} exists: skipped")
     seconds["train-vision"] = time.perf_counter() - t
 
-    t = _stage("evaluate the segmentation network on held-out photos", 3, total)
-    v = evaluate_vision(model, cfg=VisionEvalConfig(n_images=cfg.vision_eval_images, seed=cfg.seed + 1))
-    (vision_dir / "eval.json").write_text(json.dumps(v.report, indent=2))
-    print(format_table(v.report["metrics"], f"eval-vision: {model} on held-out-photo composites"))
+    t = _stage("evaluate the segmentation network on every test suite (held-out split)", 3, total)
+    vision_report, _ = evaluate_suites(model, list(SUITES), backgrounds_dir=backgrounds, latency_frames=0,
+                                       cfg=VisionEvalConfig(n_images=cfg.vision_eval_images, seed=cfg.seed + 1))
+    (vision_dir / "eval.json").write_text(json.dumps(vision_report, indent=2))
+    print(format_suite_table(vision_report["suites"], f"eval-vision: {model}, {cfg.vision_eval_images} images per suite"))
     seconds["eval-vision"] = time.perf_counter() - t
 
     t = _stage("train the controller with DAgger over predicted masks", 4, total)
@@ -108,7 +123,8 @@ def run_pipeline(cfg: PipelineConfig) -> dict:
     summary = {
         "format_version": PIPELINE_FORMAT_VERSION, "package_version": __version__, "config": asdict(cfg),
         "seconds": seconds, "expert_success": c.successes / max(c.episodes, 1),
-        "vision": {k: v.report["metrics"][k] for k in ("precision", "recall", "iou")},
+        "vision": {suite: {k: m[k] for k in ("precision", "recall", "iou", "found_rate", "false_detection_rate")}
+                   for suite, m in vision_report["suites"].items()},
         "dagger_last_round": d.rows[-1], "eval": results,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
@@ -123,6 +139,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=d.out, help="root folder (default %(default)s)")
     p.add_argument("--demo-episodes", type=positive_int, default=d.demo_episodes, help="default %(default)s")
     p.add_argument("--vision-steps", type=positive_int, default=d.vision_steps, help="default %(default)s")
+    p.add_argument("--vision-from-scratch", action="store_true",
+                   help="train the segmenter from random weights instead of fine-tuning the shipped one")
+    p.add_argument("--backgrounds", default=d.backgrounds, metavar="DIR",
+                   help="your own photos: the segmenter is fine-tuned on them and tested on their held-out ones")
     p.add_argument("--dagger-rounds", type=positive_int, default=d.dagger_rounds, help="default %(default)s")
     p.add_argument("--eval-episodes", type=positive_int, default=d.eval_episodes, help="default %(default)s")
     p.add_argument("--workers", type=positive_int, default=d.workers, help="default %(default)s")
@@ -130,7 +150,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> PipelineConfig:
     """The :class:`PipelineConfig` of parsed :func:`add_arguments` options (the CLI and the benchmark share it)."""
+    from grasp_s2r.cli import UsageError
+
+    if args.backgrounds and not Path(args.backgrounds).is_dir():
+        raise UsageError(f"--backgrounds {args.backgrounds} is not a folder")
     return PipelineConfig(out=args.out, demo_episodes=args.demo_episodes, vision_steps=args.vision_steps,
+                          vision_from_scratch=args.vision_from_scratch, backgrounds=args.backgrounds,
                           dagger_rounds=args.dagger_rounds, eval_episodes=args.eval_episodes, workers=args.workers)
 
 
