@@ -21,7 +21,8 @@ _STD_RGB = (0.229, 0.224, 0.225)
 
 def to_input_tensor(rgb_uint8: np.ndarray) -> torch.Tensor:
     """uint8 (N, H, W, 3) -> normalized float32 (N, 3, H, W) on the CPU."""
-    x = torch.from_numpy(np.ascontiguousarray(rgb_uint8)).permute(0, 3, 1, 2).float().div_(255.0)
+    rgb = np.require(rgb_uint8, requirements=["C", "W"])  # read-only arrays (memory-mapped episodes) are copied
+    x = torch.from_numpy(rgb).permute(0, 3, 1, 2).float().div_(255.0)
     mean = torch.tensor(_MEAN_RGB).view(1, 3, 1, 1)
     std = torch.tensor(_STD_RGB).view(1, 3, 1, 1)
     return (x - mean) / std
