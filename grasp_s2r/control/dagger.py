@@ -40,7 +40,7 @@ from grasp_s2r.control import seeds
 from grasp_s2r.control.conditions import CONDITIONS, Condition
 from grasp_s2r.control.curves import best_round, plot_curve, summary_line, write_curve_csv, write_curve_json
 from grasp_s2r.control.demos import import_demos
-from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
+from grasp_s2r.control.policy import Policy, PolicyConfig, default_device, read_policy_blob
 from grasp_s2r.control.rollout import (
     EpisodeRecord,
     EpisodeRequest,
@@ -363,7 +363,7 @@ def completed_rows(out: Path) -> list[dict[str, Any]]:
     """Learning-curve rows stored in the checkpoints of the completed rounds of a run folder."""
     rows = []
     for path in sorted((Path(out) / "checkpoints").glob("round-*.pt")):
-        rows.append(torch.load(path, map_location="cpu", weights_only=False)["metrics"])
+        rows.append(read_policy_blob(path)["metrics"])
     return rows
 
 

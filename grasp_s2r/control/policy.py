@@ -124,6 +124,19 @@ class ControllerNet(nn.Module):
         return torch.tanh(out[:, :3]), out[:, 3]
 
 
+def read_policy_blob(path: Path) -> dict[str, Any]:
+    """The dict of a controller checkpoint, read with ``weights_only=True`` (tensors and plain data only: a pickle
+    that would run code is refused); anything unreadable -> ValueError naming the file, in one line."""
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - torch raises UnpicklingError, RuntimeError, EOFError... for bad files
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{path} is not a readable controller checkpoint ({reason[:200]})") from None
+    if not isinstance(blob, dict):
+        raise ValueError(f"{path} is not a controller checkpoint (it holds a {type(blob).__name__})")  # noqa: TRY004
+    return blob
+
+
 class Policy:
     """A controller network on a device: ``act(masks (N, H, W) bool, proprio (N, 5)) -> actions (N, 4)``."""
 
@@ -167,7 +180,7 @@ class Policy:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no controller checkpoint at {path}")
-        blob = torch.load(path, map_location="cpu", weights_only=False)
+        blob = read_policy_blob(path)
         if blob.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"{path} is not a controller checkpoint (format {blob.get('format')!r})")
         if blob.get("format_version") != CHECKPOINT_VERSION:
