@@ -11,6 +11,7 @@ import torch
 
 from grasp_s2r.cli import main
 from grasp_s2r.vision.backgrounds import split_names
+from grasp_s2r.vision.evaluate import EVAL_FORMAT_VERSION
 from grasp_s2r.vision.folder import DataFolderError, load_folder
 from grasp_s2r.vision.model import build_model
 from grasp_s2r.vision.segmenter import CheckpointError, Segmenter, default_checkpoint_path, make_checkpoint
@@ -68,7 +69,7 @@ def test_eval_on_folder_writes_json_and_overlays(folder, tiny_ckpt, tmp_path, ca
     assert code == 0
     assert "pixel precision" in capsys.readouterr().out
     report = json.loads((out / "metrics.json").read_text())
-    assert report["format"] == "grasp_s2r.vision_eval" and report["format_version"] == 1
+    assert report["format"] == "grasp_s2r.vision_eval" and report["format_version"] == EVAL_FORMAT_VERSION
     assert report["source"]["kind"] == "folder"
     m = report["metrics"]
     assert (m["images"], m["target_images"], m["empty_images"]) == (3, 2, 1)
