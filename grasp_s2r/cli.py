@@ -8,6 +8,7 @@ not pay for importing torch).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 
@@ -45,6 +46,22 @@ def positive_int(text: str) -> int:
     return value
 
 
+def torch_device(text: str) -> str:
+    """A ``--device`` value: any torch device name; ``cuda`` only where CUDA is present ("" = the default)."""
+    if not text:
+        return text
+    import torch
+
+    try:
+        device = torch.device(text)
+    except RuntimeError as e:
+        raise argparse.ArgumentTypeError(f"unknown torch device {text!r} ({str(e).splitlines()[0]})") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError(f"{text!r} asked for, but this machine has no usable CUDA device; "
+                                         "use --device cpu (or leave --device out: CUDA when present, else CPU)")
+    return text
+
+
 def non_negative_int(text: str) -> int:
     try:
         value = int(text)
@@ -76,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.run(args) or 0)
     except UsageError as e:
         print(f"grasp-s2r {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        if e.filename is None and e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise  # not about a path the user gave or a full disk: a bug, keep its traceback
+        where = f" {e.filename}" if e.filename is not None else ""
+        print(f"grasp-s2r {args.command}: error: cannot use{where}: {e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"grasp-s2r {args.command}: interrupted; completed work is kept, re-run to resume", file=sys.stderr)

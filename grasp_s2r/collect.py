@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import multiprocessing as mp
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,8 @@ class CollectSummary:
     new_episodes: int
     seconds: float
     removed_partial: int
+    workers: int = 0
+    """Worker processes used: ``--workers`` capped at the CPU cores and at the episodes left to collect."""
 
     @property
     def episodes_per_s(self) -> float:
@@ -131,8 +134,8 @@ def collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
     t0 = time.perf_counter()
     successes, steps, n_new = 0, 0, 0
     bar = tqdm(total=cfg.episodes, initial=cfg.episodes - len(todo), unit="ep", desc="collect", disable=not progress)
+    workers = useful_workers(cfg.workers, len(todo))
     if todo:
-        workers = min(cfg.workers, len(todo))
         if workers == 1:
             _init_worker(cfg)
             results = map(_run_episode, todo)
@@ -157,7 +160,13 @@ def collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
     all_steps = ds.num_steps()
     n_success = sum(int(e.info["success"]) for e in ds)
     return CollectSummary(episodes=len(ds), successes=n_success, steps=all_steps, new_episodes=n_new,
-                          seconds=seconds, removed_partial=removed)
+                          seconds=seconds, removed_partial=removed, workers=workers)
+
+
+def useful_workers(requested: int, jobs: int) -> int:
+    """``requested`` worker processes capped at this machine's CPU cores and at the ``jobs`` to run (at least 1):
+    PyBullet renders on the CPU, so more processes than cores add nothing."""
+    return max(1, min(requested, jobs, os.cpu_count() or 1))
 
 
 # --- CLI ------------------------------------------------------------------------------------------
@@ -218,5 +227,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"success     {format_rate(s.successes, s.episodes)}")
     print(f"steps       {s.steps} (mean {s.steps / max(s.episodes, 1):.1f} per episode)")
     if s.new_episodes:
-        print(f"speed       {s.episodes_per_s:.2f} episodes/s with {cfg.workers} worker(s), {s.seconds:.1f} s")
+        capped = f" (asked {cfg.workers}: capped at the CPU cores / episodes left)" if s.workers < cfg.workers else ""
+        print(f"speed       {s.episodes_per_s:.2f} episodes/s with {s.workers} worker(s){capped}, {s.seconds:.1f} s")
     return 0

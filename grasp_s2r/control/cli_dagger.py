@@ -11,7 +11,7 @@ from grasp_s2r.control.train import TrainConfig
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from grasp_s2r.cli import non_negative_int, positive_int
+    from grasp_s2r.cli import non_negative_int, positive_int, torch_device
     from grasp_s2r.collect import add_env_arguments
 
     d, t = DaggerConfig, TrainConfig
@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demos", default="", metavar="DIR", help="a 'grasp-s2r collect' dataset to use as round 0")
     p.add_argument("--no-bc", action="store_true", help="skip the behavior-cloning baseline")
     p.add_argument("--workers", type=positive_int, default=d.workers, help="env processes (default %(default)s)")
-    p.add_argument("--device", default="", help="torch device (default: cuda when present, else cpu)")
+    p.add_argument("--device", type=torch_device, default="", help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--threads", type=positive_int, default=d.torch_threads,
                    help="torch CPU threads (default %(default)s)")
     p.add_argument("--train-steps", type=positive_int, default=t.steps,

@@ -9,7 +9,7 @@ from grasp_s2r.control.evaluate import ISSUE_CONDITIONS, EvalConfig
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from grasp_s2r.cli import non_negative_int, positive_int
+    from grasp_s2r.cli import non_negative_int, positive_int, torch_device
 
     e = EvalConfig
     p.add_argument("--policy", required=True, metavar="CKPT", help="controller checkpoint (OUT/policy.pt of dagger)")
@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--video", type=non_negative_int, default=e.media_episodes, metavar="N",
                    help="episodes per condition drawn as PNG strip + GIF, with --out (default %(default)s)")
     p.add_argument("--workers", type=positive_int, default=e.workers, help="env processes (default %(default)s)")
-    p.add_argument("--device", default="", help="torch device (default: cuda when present, else cpu)")
+    p.add_argument("--device", type=torch_device, default="", help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--threads", type=positive_int, default=e.torch_threads,
                    help="torch CPU threads (default %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

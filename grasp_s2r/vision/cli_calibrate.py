@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grasp_s2r.cli import UsageError, positive_int
+from grasp_s2r.cli import UsageError, positive_int, torch_device
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the composites (default: 0)")
     parser.add_argument("--backgrounds", type=Path, default=None,
                         help="your own photos folder (its training split; default: embedded photos)")
-    parser.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
+    parser.add_argument("--device", type=torch_device, default=None, help="torch device (default: cuda when present, else cpu)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grasp_s2r.cli import UsageError, positive_int
+from grasp_s2r.cli import UsageError, positive_int, torch_device
 from grasp_s2r.vision.suites import SPLITS, SUITE_ALL, SUITES
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=float, default=None,
                         help="probability threshold of a sphere pixel (default: the checkpoint's, else 0.5)")
     parser.add_argument("--batch-size", type=positive_int, default=128, help="images per forward pass")
-    parser.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
+    parser.add_argument("--device", type=torch_device, default=None, help="torch device (default: cuda when present, else cpu)")
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
 
 

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grasp_s2r.cli import UsageError, positive_int
+from grasp_s2r.cli import UsageError, positive_int, torch_device
 from grasp_s2r.vision.backgrounds import BackgroundError
 from grasp_s2r.vision.model import ARCHITECTURES
 
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of weights and composites (default: 0)")
     parser.add_argument("--val-every", type=positive_int, default=250, help="validate every N steps")
     parser.add_argument("--workers", type=int, default=0, help="DataLoader worker processes (default: 0)")
-    parser.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
+    parser.add_argument("--device", type=torch_device, default=None, help="torch device (default: cuda when present, else cpu)")
     parser.add_argument("--amp", choices=("auto", "on", "off"), default="auto",
                         help="bf16 mixed precision (auto: on CUDA and on CPUs with AMX)")
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
