@@ -25,7 +25,7 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
                                      ["eval", "--policy", "x.pt"], ["dagger", "--out", "d"]])
 def test_cuda_asked_for_without_cuda_is_one_line(command, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, out, err = _run(capsys, *command, "--device", "cuda")
+    code, _, err = _run(capsys, *command, "--device", "cuda")
     assert code == 2
     assert err.startswith(f"grasp-s2r {command[0]}: error: argument --device: 'cuda' asked for")
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
