@@ -89,9 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(only=command)
     args = parser.parse_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
+    from grasp_s2r.files import ArtifactError
+
     try:
         return int(module.run(args) or 0)
-    except UsageError as e:
+    except (UsageError, ArtifactError) as e:
         print(f"grasp-s2r {args.command}: error: {e}", file=sys.stderr)
         return 2
     except OSError as e:

@@ -28,6 +28,7 @@ from grasp_s2r.data.episodes import (
     write_episode,
 )
 from grasp_s2r.expert.fsm import Expert, ExpertConfig, Phase
+from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.sim.config import CameraConfig, EnvConfig, RandomizationConfig, SceneConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES, GraspEnv
 from grasp_s2r.stats import format_rate
@@ -124,6 +125,11 @@ def _run_episode(index: int) -> tuple[int, bool, int]:
 
 def collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
     """Collect (or finish collecting) ``cfg.episodes`` expert episodes into ``cfg.out``."""
+    with ArtifactFolder(Path(cfg.out), "dataset"):
+        return _collect(cfg, progress)
+
+
+def _collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
     if cfg.episodes <= 0 or cfg.workers <= 0:
         raise ValueError("episodes and workers must be positive")
     root = Path(cfg.out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Self
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -18,3 +19,152 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
+
+
+# --- artifact folders: what a folder holds, and who is writing into it -----------------------------------------
+
+ARTIFACT_MARKER = ".grasp_s2r-artifact.json"
+"""Written into every folder a command owns: its kind, format and version."""
+ARTIFACT_LOCK = ".grasp_s2r.lock"
+"""Present while a command writes into the folder; holds the writer's pid and host."""
+ARTIFACT_FORMAT = "grasp_s2r.artifact"
+ARTIFACT_FORMAT_VERSION = 1
+ARTIFACT_KINDS = {
+    "dataset": "an episode dataset (grasp-s2r collect)",
+    "vision-run": "a segmenter training run (grasp-s2r train-vision)",
+    "vision-eval": "a segmenter evaluation (grasp-s2r eval-vision)",
+    "dagger-run": "a DAgger run (grasp-s2r dagger)",
+    "eval-report": "an end-to-end evaluation (grasp-s2r eval)",
+    "pipeline": "a pipeline run (grasp-s2r pipeline)",
+}
+"""Kind -> what it is, for messages."""
+_LEGACY_SIGNATURES = (  # folders written before markers existed: (kind, file, its "format" field or None)
+    ("dataset", "meta.json", "grasp_s2r.episodes"),
+    ("pipeline", "demos/meta.json", "grasp_s2r.episodes"),
+    ("vision-run", "config.json", "grasp_s2r.vision_run"),
+    ("vision-eval", "metrics.json", "grasp_s2r.vision_eval"),
+    ("dagger-run", "run.json", None),
+    ("eval-report", "eval.json", None),
+    ("pipeline", "summary.json", None),
+)
+
+
+class ArtifactError(ValueError):
+    """A folder that a command must not write into (another kind, foreign files, another writer at work)."""
+
+
+def _legacy_kind(folder: Path) -> str | None:
+    import json
+
+    for kind, name, fmt in _LEGACY_SIGNATURES:
+        path = folder / name
+        if not path.is_file():
+            continue
+        if fmt is None:
+            return kind
+        try:
+            if json.loads(path.read_text()).get("format") == fmt:
+                return kind
+        except (ValueError, OSError, AttributeError):
+            continue
+    return None
+
+
+def folder_kind(folder: Path) -> str | None:
+    """The kind of artifact ``folder`` holds (its marker, else a pre-marker signature); None when it holds none."""
+    import json
+
+    marker = Path(folder) / ARTIFACT_MARKER
+    if marker.is_file():
+        try:
+            return str(json.loads(marker.read_text())["kind"])
+        except (ValueError, KeyError, OSError):
+            raise ArtifactError(f"{folder}: unreadable {ARTIFACT_MARKER}; use another folder") from None
+    return _legacy_kind(Path(folder))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+class ArtifactFolder:
+    """``with ArtifactFolder(path, kind):`` claims ``path`` for one command of ``kind`` and locks it while inside.
+
+    Refused with :class:`ArtifactError`, before anything is written: a path that is a file; a folder holding
+    another kind of artifact; a folder holding files that no grasp_s2r command wrote; a folder another live
+    process is writing into (its lock names the pid). A lock left by a dead process is taken over. The same kind
+    is accepted (resuming). Creates the folder and its marker on first use.
+    """
+
+    def __init__(self, path: Path | str, kind: str):
+        if kind not in ARTIFACT_KINDS:
+            raise ValueError(f"unknown artifact kind {kind!r}")
+        self.path, self.kind = Path(path), kind
+        self._locked = False
+
+    def check(self) -> None:
+        """Raise :class:`ArtifactError` if this command may not write into the folder (writes nothing)."""
+        p = self.path
+        if p.exists() and not p.is_dir():
+            raise ArtifactError(f"{p} exists and is not a folder")
+        if not p.is_dir():
+            return
+        kind = folder_kind(p)
+        if kind is not None and kind != self.kind:
+            raise ArtifactError(f"{p} holds {ARTIFACT_KINDS.get(kind, kind)}, not {ARTIFACT_KINDS[self.kind]}; "
+                                "choose another --out")
+        foreign = sorted(x.name for x in p.iterdir() if x.name not in (ARTIFACT_MARKER, ARTIFACT_LOCK))
+        if kind is None and foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise ArtifactError(f"{p} holds files no grasp_s2r command wrote ({shown}); choose an empty or new --out")
+
+    def _lock(self) -> None:
+        import json
+        import socket
+
+        lock = self.path / ARTIFACT_LOCK
+        me = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
+        for _ in range(2):
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    owner = json.loads(lock.read_text())
+                except (ValueError, OSError):
+                    owner = {}
+                pid, host = int(owner.get("pid", -1)), owner.get("host")
+                if host == socket.gethostname() and pid > 0 and pid != os.getpid() and _pid_alive(pid):
+                    raise ArtifactError(f"{self.path} is being written by another grasp-s2r process (pid {pid}); "
+                                        "wait for it or choose another --out") from None
+                lock.unlink(missing_ok=True)  # a stale lock (dead writer, or this process's own leftover)
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(me)
+            self._locked = True
+            return
+        raise ArtifactError(f"{self.path}: could not take the lock {ARTIFACT_LOCK}")
+
+    def __enter__(self) -> Self:
+        import json
+
+        from grasp_s2r import __version__
+
+        self.check()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        marker = self.path / ARTIFACT_MARKER
+        if not marker.is_file():
+            atomic_write(marker, json.dumps({"format": ARTIFACT_FORMAT, "format_version": ARTIFACT_FORMAT_VERSION,
+                                             "kind": self.kind, "package_version": __version__}, indent=2).encode())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._locked:
+            (self.path / ARTIFACT_LOCK).unlink(missing_ok=True)
+            self._locked = False

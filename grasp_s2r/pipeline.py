@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grasp_s2r import __version__
+from grasp_s2r.files import ArtifactFolder
 
 PIPELINE_FORMAT_VERSION = 2
 
@@ -58,6 +59,11 @@ def _stage(name: str, index: int, total: int) -> float:
 
 def run_pipeline(cfg: PipelineConfig) -> dict:
     """Run (or resume) every stage; returns the summary also written to ``OUT/summary.json``."""
+    with ArtifactFolder(Path(cfg.out), "pipeline"):
+        return _run_pipeline(cfg)
+
+
+def _run_pipeline(cfg: PipelineConfig) -> dict:
     import torch
 
     from grasp_s2r.collect import CollectConfig, collect

@@ -113,7 +113,7 @@ def test_folder_of_another_config_or_format_is_refused_untouched(tmp_path):
     other.mkdir()
     (other / "notes.txt").write_text("my thesis")
     r = cli("collect", "--episodes", "1", "--out", str(other))
-    assert r.returncode == 2 and "not a grasp_s2r dataset" in r.stderr
+    assert r.returncode == 2 and "holds files no grasp_s2r command wrote (notes.txt)" in r.stderr
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
     meta = json.loads((out / "meta.json").read_text())
     meta["format_version"] = 999

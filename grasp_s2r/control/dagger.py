@@ -51,7 +51,7 @@ from grasp_s2r.control.rollout import (
 )
 from grasp_s2r.control.train import TrainConfig, fit, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices, init_dataset, remove_partial, write_episode
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import wilson_interval
 
@@ -369,6 +369,11 @@ def completed_rows(out: Path) -> list[dict[str, Any]]:
 
 def run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
     """Run (or resume) DAgger in ``cfg.out``; returns the learning curve of all completed rounds."""
+    with ArtifactFolder(Path(cfg.out), "dagger-run"):
+        return _run_dagger(cfg, progress)
+
+
+def _run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
     out = Path(cfg.out)
     _check_run_folder(out, cfg)
     torch.set_num_threads(cfg.torch_threads)

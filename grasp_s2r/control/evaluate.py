@@ -24,7 +24,7 @@ from grasp_s2r.control.conditions import CONDITIONS, resolve_condition
 from grasp_s2r.control.media import write_gif, write_strip
 from grasp_s2r.control.policy import Policy, default_device
 from grasp_s2r.control.rollout import EpisodeRequest, RolloutPool, make_mask_source
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import format_rate, wilson_interval
 
@@ -83,6 +83,13 @@ def results_table(results: dict[str, Any]) -> str:
 
 def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
     """Success rate per condition; also writes ``cfg.out/eval.json`` and the pictures when ``cfg.out`` is set."""
+    if cfg.out:
+        with ArtifactFolder(Path(cfg.out), "eval-report"):
+            return _evaluate(cfg, progress)
+    return _evaluate(cfg, progress)
+
+
+def _evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
     torch.set_num_threads(cfg.torch_threads)
     device = torch.device(cfg.device) if cfg.device else default_device()
     policy, ckpt = Policy.load(Path(cfg.policy), device)

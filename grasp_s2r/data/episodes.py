@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from grasp_s2r import __version__
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import ARTIFACT_LOCK, ARTIFACT_MARKER, atomic_write
 
 FORMAT_NAME = "grasp_s2r.episodes"
 FORMAT_VERSION = 1
@@ -61,7 +61,7 @@ def init_dataset(root: Path, config: dict[str, Any], features: dict[str, Any], k
     }
     if root.exists() and not root.is_dir():
         raise DatasetError(f"{root} exists and is not a folder")
-    if root.exists() and any(root.iterdir()):
+    if root.exists() and any(p.name not in (ARTIFACT_MARKER, ARTIFACT_LOCK) for p in root.iterdir()):
         old = read_meta(root)
         if old["kind"] != kind:
             raise DatasetError(f"{root} holds a '{old['kind']}' dataset, not '{kind}'")

@@ -80,6 +80,7 @@ def _write_json(report: dict, path: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from grasp_s2r.files import ArtifactFolder
     from grasp_s2r.vision.backgrounds import BackgroundError
     from grasp_s2r.vision.evaluate import EvalConfig, evaluate, evaluate_suites
     from grasp_s2r.vision.folder import DataFolderError
@@ -99,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     model = args.model or default_checkpoint_path()
     cfg = EvalConfig(n_images=args.n_images, seed=args.seed, batch_size=args.batch_size, suite=suites[0],
                      split=args.split)
+    folder = ArtifactFolder(args.out, "vision-eval")
+    folder.check()  # refuse a folder of another kind before the work, not after it
     try:
         if len(suites) > 1:
             report, results = evaluate_suites(model, suites, cfg=cfg, backgrounds_dir=args.backgrounds,
@@ -114,7 +117,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"bad --device {args.device!r}: {str(e).splitlines()[0]}") from None
         raise
     threshold = report["model"]["threshold"]
-    args.out.mkdir(parents=True, exist_ok=True)
     if len(suites) > 1:
         print(format_suite_table(report["suites"], f"eval-vision: {model} (threshold {threshold:.3f}), {args.n_images} "
                                  f"images per suite, {args.split} split, seed {args.seed}; latency: batch 1, 1 CPU thread"))
@@ -122,13 +124,14 @@ def run(args: argparse.Namespace) -> int:
         source = (f"folder {args.data}" if args.data else
                   f"{args.n_images} images of suite {suites[0]} ({SUITES[suites[0]]}), {args.split} split, seed {args.seed}")
         print(format_table(report["metrics"], f"eval-vision: {model} (threshold {threshold:.3f}) on {source}"))
-    report_path = args.out / "metrics.json"
-    _write_json(report, report_path)
-    print(f"eval-vision: wrote {report_path}")
-    if args.save_overlays:
-        for name, result in results.items():
-            idx = _overlay_order(result)
-            path = args.out / ("overlays.png" if len(results) == 1 else f"overlays-{name}.png")
-            save_overlay_grid(result.images[idx], result.pred[idx], result.target[idx], path)
-            print(f"eval-vision: wrote {path} (TP green, FP red, FN blue; images with errors first)")
+    with folder:
+        report_path = args.out / "metrics.json"
+        _write_json(report, report_path)
+        print(f"eval-vision: wrote {report_path}")
+        if args.save_overlays:
+            for name, result in results.items():
+                idx = _overlay_order(result)
+                path = args.out / ("overlays.png" if len(results) == 1 else f"overlays-{name}.png")
+                save_overlay_grid(result.images[idx], result.pred[idx], result.target[idx], path)
+                print(f"eval-vision: wrote {path} (TP green, FP red, FN blue; images with errors first)")
     return 0

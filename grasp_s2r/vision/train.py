@@ -27,7 +27,7 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.calibrate import calibrate_checkpoint
 from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for, make_composites
@@ -210,6 +210,13 @@ def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_
     ``device`` and ``amp`` (bf16 mixed precision, see :func:`resolve_amp`) are runtime choices: a run
     may be resumed on another device or precision.
     """
+    with ArtifactFolder(Path(out_dir), "vision-run"):
+        return _train(cfg, out_dir, resume=resume, backgrounds_dir=backgrounds_dir, device=device, amp=amp,
+                      progress=progress)
+
+
+def _train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
+          device: torch.device | None = None, amp: str = "auto", progress: bool = True) -> Path:
     out_dir = Path(out_dir)
     device = device or default_device()
     use_amp = resolve_amp(amp, device)

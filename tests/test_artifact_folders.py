@@ -1,0 +1,92 @@
+"""Every command's ``--out`` knows what it holds: another kind, foreign files or a live writer are refused in one
+line and the folder is left as it was; a stale lock is taken over (real commands, real files, real processes)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from grasp_s2r.cli import main
+from grasp_s2r.files import ARTIFACT_LOCK, ARTIFACT_MARKER, ArtifactError, ArtifactFolder, folder_kind
+
+
+def _run(capsys, *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+def _snapshot(folder):
+    return sorted((p.relative_to(folder).as_posix(), p.stat().st_mtime_ns) for p in folder.rglob("*"))
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    out = tmp_path_factory.mktemp("artifacts") / "demos"
+    assert main(["collect", "--episodes", "1", "--out", str(out)]) == 0
+    return out
+
+
+def test_collect_marks_its_folder_and_leaves_no_lock(dataset):
+    marker = json.loads((dataset / ARTIFACT_MARKER).read_text())
+    assert marker["kind"] == "dataset" and marker["format"] == "grasp_s2r.artifact" and marker["format_version"] == 1
+    assert not (dataset / ARTIFACT_LOCK).exists()
+    assert folder_kind(dataset) == "dataset"
+
+
+@pytest.mark.parametrize("argv", [
+    ["dagger", "--rounds", "1", "--episodes-per-round", "1", "--eval-episodes", "1", "--masks", "gt", "--no-bc"],
+    ["train-vision", "--steps", "1", "--threads", "1", "--no-progress"],
+    ["eval-vision", "--n-images", "2", "--threads", "1"],
+    ["pipeline"],
+])
+def test_a_dataset_folder_is_refused_by_other_commands_untouched(dataset, argv, capsys):
+    before = _snapshot(dataset)
+    code, err = _run(capsys, argv[0], "--out", str(dataset), *argv[1:])
+    assert code == 2, err
+    assert "holds an episode dataset (grasp-s2r collect)" in err and len(err.strip().splitlines()) == 1
+    assert _snapshot(dataset) == before
+
+
+def test_folder_with_foreign_files_is_refused(tmp_path, capsys):
+    (tmp_path / "thesis.tex").write_text("mine")
+    code, err = _run(capsys, "eval-vision", "--n-images", "2", "--threads", "1", "--out", str(tmp_path))
+    assert code == 2 and "holds files no grasp_s2r command wrote (thesis.tex)" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["thesis.tex"]
+
+
+def test_folder_written_before_markers_is_still_recognized(dataset, tmp_path, capsys):
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "meta.json").write_text((dataset / "meta.json").read_text())
+    assert folder_kind(legacy) == "dataset"
+    code, err = _run(capsys, "train-vision", "--out", str(legacy), "--steps", "1")
+    assert code == 2 and "holds an episode dataset" in err
+
+
+def test_live_writer_is_refused_and_a_stale_lock_taken_over(tmp_path, capsys):
+    out = tmp_path / "demos"
+    out.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (out / ARTIFACT_LOCK).write_text(json.dumps({"pid": sleeper.pid, "host": socket.gethostname()}))
+        code, err = _run(capsys, "collect", "--episodes", "1", "--out", str(out))
+        assert code == 2 and f"being written by another grasp-s2r process (pid {sleeper.pid})" in err
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    # the writer is gone: its lock is stale and taken over, and released at the end
+    code, err = _run(capsys, "collect", "--episodes", "1", "--out", str(out))
+    assert code == 0, err
+    assert not (out / ARTIFACT_LOCK).exists() and folder_kind(out) == "dataset"
+
+
+def test_a_file_is_not_a_folder(tmp_path):
+    path = tmp_path / "f"
+    path.write_text("x")
+    with pytest.raises(ArtifactError, match="not a folder"), ArtifactFolder(path, "dataset"):
+        pass
