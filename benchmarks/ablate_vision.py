@@ -122,7 +122,8 @@ def main() -> None:
     print(f"best arm by the selection rule (largest worst precision-or-recall over {', '.join(SELECT_SUITES)}): {best}")
     (args.out / "ablation.json").write_text(json.dumps(
         {"best_arm": best, "selection_rule": f"max of min(precision, recall) over {list(SELECT_SUITES)}",
-         "workers": args.workers, "init": str(init), "steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "split": "val",
+         "workers": args.workers, "init": str(init), "steps": args.steps, "batch_size": args.batch_size,
+         "lr": args.lr, "split": "val",
          "n_images": args.n_images, "arms": {a: ARMS[a] for a in rows}, "suites": rows}, indent=2))
     print(f"wrote {args.out / 'ablation.json'} ({time.perf_counter() - t0:.0f} s)")
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,17 +20,7 @@ import torch
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.sim.env import PROPRIO_NAMES
 from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
-
-
-def median_ms(fn: Callable[[], object], repeats: int) -> float:
-    for _ in range(5):
-        fn()
-    t = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        t.append(time.perf_counter() - t0)
-    return float(np.median(t) * 1e3)
+from grasp_s2r.vision.suites import timed_ms
 
 
 def main() -> None:
@@ -58,8 +46,9 @@ def main() -> None:
             rgb = rng.integers(0, 256, size=(n, h, w, 3), dtype=np.uint8)
             masks = rng.random((n, h, w)) < 0.01
             proprio = rng.random((n, len(PROPRIO_NAMES))).astype(np.float32)
-            seg_ms = median_ms(lambda s=seg, x=rgb: s.predict(x), args.repeats)
-            ctl_ms = median_ms(lambda a=policy, m=masks, q=proprio: a.act(m, q), args.repeats)
+            seg_ms = float(np.median(timed_ms(lambda _, s=seg, x=rgb: s.predict(x), args.repeats, warmup=5)))
+            ctl_ms = float(np.median(timed_ms(lambda _, a=policy, m=masks, q=proprio: a.act(m, q), args.repeats,
+                                              warmup=5)))
             rows.append({"device": device, "batch": n, "segmenter_ms": seg_ms, "controller_ms": ctl_ms})
             print(f"{device:<8} {n:>6} {seg_ms:13.3f} {seg_ms / n:10.4f} {ctl_ms:14.3f} {ctl_ms / n:10.4f}")
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA device"

@@ -43,8 +43,8 @@ def composites_per_s(image_size_px: int, n: int) -> dict[str, float]:
     """Dataset items per second on one core: the training recipe and the photos-only compositor."""
     out = {}
     for name, data in (("recipe", TRAINING_DATA), ("photos_only", DataConfig())):
-        ds = CompositeDataset(env_config=env_config_for(image_size_px), data=data, backgrounds=load_backgrounds("train"),
-                              stream="train", seed=123, length=n + 1)
+        ds = CompositeDataset(env_config=env_config_for(image_size_px), data=data,
+                              backgrounds=load_backgrounds("train"), stream="train", seed=123, length=n + 1)
         ds.sample(0)  # connect and load the scene outside the timing
         t0 = time.perf_counter()
         for i in range(1, n + 1):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import tempfile
 from pathlib import Path
 from typing import Self
+
+from grasp_s2r import __version__
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -54,8 +58,6 @@ class ArtifactError(ValueError):
 
 
 def _legacy_kind(folder: Path) -> str | None:
-    import json
-
     for kind, name, fmt in _LEGACY_SIGNATURES:
         path = folder / name
         if not path.is_file():
@@ -72,8 +74,6 @@ def _legacy_kind(folder: Path) -> str | None:
 
 def folder_kind(folder: Path) -> str | None:
     """The kind of artifact ``folder`` holds (its marker, else a pre-marker signature); None when it holds none."""
-    import json
-
     marker = Path(folder) / ARTIFACT_MARKER
     if marker.is_file():
         try:
@@ -125,9 +125,6 @@ class ArtifactFolder:
             raise ArtifactError(f"{p} holds files no grasp_s2r command wrote ({shown}); choose an empty or new --out")
 
     def _lock(self) -> None:
-        import json
-        import socket
-
         lock = self.path / ARTIFACT_LOCK
         me = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
         for _ in range(2):
@@ -151,10 +148,6 @@ class ArtifactFolder:
         raise ArtifactError(f"{self.path}: could not take the lock {ARTIFACT_LOCK}")
 
     def __enter__(self) -> Self:
-        import json
-
-        from grasp_s2r import __version__
-
         self.check()
         self.path.mkdir(parents=True, exist_ok=True)
         self._lock()

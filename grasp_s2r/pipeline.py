@@ -110,7 +110,8 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     vision_report, _ = evaluate_suites(model, list(SUITES), backgrounds_dir=backgrounds, latency_frames=0,
                                        cfg=VisionEvalConfig(n_images=cfg.vision_eval_images, seed=cfg.seed + 1))
     (vision_dir / "eval.json").write_text(json.dumps(vision_report, indent=2))
-    print(format_suite_table(vision_report["suites"], f"eval-vision: {model}, {cfg.vision_eval_images} images per suite"))
+    print(format_suite_table(vision_report["suites"],
+                             f"eval-vision: {model}, {cfg.vision_eval_images} images per suite"))
     seconds["eval-vision"] = time.perf_counter() - t
 
     t = _stage("train the controller with DAgger over predicted masks", 4, total)

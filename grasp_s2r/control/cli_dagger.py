@@ -46,7 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demos", default="", metavar="DIR", help="a 'grasp-s2r collect' dataset to use as round 0")
     p.add_argument("--no-bc", action="store_true", help="skip the behavior-cloning baseline")
     p.add_argument("--workers", type=positive_int, default=d.workers, help="env processes (default %(default)s)")
-    p.add_argument("--device", type=torch_device, default="", help="torch device (default: cuda when present, else cpu)")
+    p.add_argument("--device", type=torch_device, default="",
+                   help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--threads", type=positive_int, default=d.torch_threads,
                    help="torch CPU threads (default %(default)s)")
     p.add_argument("--train-steps", type=positive_int, default=t.steps,

@@ -25,7 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--video", type=non_negative_int, default=e.media_episodes, metavar="N",
                    help="episodes per condition drawn as PNG strip + GIF, with --out (default %(default)s)")
     p.add_argument("--workers", type=positive_int, default=e.workers, help="env processes (default %(default)s)")
-    p.add_argument("--device", type=torch_device, default="", help="torch device (default: cuda when present, else cpu)")
+    p.add_argument("--device", type=torch_device, default="",
+                   help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--threads", type=positive_int, default=e.torch_threads,
                    help="torch CPU threads (default %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

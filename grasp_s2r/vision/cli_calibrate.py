@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the composites (default: 0)")
     parser.add_argument("--backgrounds", type=Path, default=None,
                         help="your own photos folder (its training split; default: embedded photos)")
-    parser.add_argument("--device", type=torch_device, default=None, help="torch device (default: cuda when present, else cpu)")
+    parser.add_argument("--device", type=torch_device, default=None,
+                        help="torch device (default: cuda when present, else cpu)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=float, default=None,
                         help="probability threshold of a sphere pixel (default: the checkpoint's, else 0.5)")
     parser.add_argument("--batch-size", type=positive_int, default=128, help="images per forward pass")
-    parser.add_argument("--device", type=torch_device, default=None, help="torch device (default: cuda when present, else cpu)")
+    parser.add_argument("--device", type=torch_device, default=None,
+                        help="torch device (default: cuda when present, else cpu)")
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
 
 
@@ -118,11 +119,13 @@ def run(args: argparse.Namespace) -> int:
         raise
     threshold = report["model"]["threshold"]
     if len(suites) > 1:
-        print(format_suite_table(report["suites"], f"eval-vision: {model} (threshold {threshold:.3f}), {args.n_images} "
-                                 f"images per suite, {args.split} split, seed {args.seed}; latency: batch 1, 1 CPU thread"))
+        print(format_suite_table(report["suites"], f"eval-vision: {model} (threshold {threshold:.3f}), "
+                                 f"{args.n_images} images per suite, {args.split} split, seed {args.seed}; "
+                                 "latency: batch 1, 1 CPU thread"))
     else:
         source = (f"folder {args.data}" if args.data else
-                  f"{args.n_images} images of suite {suites[0]} ({SUITES[suites[0]]}), {args.split} split, seed {args.seed}")
+                  f"{args.n_images} images of suite {suites[0]} ({SUITES[suites[0]]}), {args.split} split, "
+                  f"seed {args.seed}")
         print(format_table(report["metrics"], f"eval-vision: {model} (threshold {threshold:.3f}) on {source}"))
     with folder:
         report_path = args.out / "metrics.json"

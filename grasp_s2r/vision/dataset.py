@@ -137,7 +137,7 @@ class CompositeDataset(Dataset):
         self.length = int(length)
         self._sampler = self._new_sampler()
         self._augment = Augmenter(data.augment)
-        self._cache: tuple[int, Frame, bool] | None = None
+        self._cache: tuple[int, Frame, bool, tuple[float, float, float]] | None = None
 
     def _new_sampler(self) -> SimViewSampler:
         photos = self.backgrounds if self.data.mix.photo_table > 0 else None

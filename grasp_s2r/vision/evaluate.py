@@ -17,8 +17,8 @@ from tqdm import tqdm
 from grasp_s2r.vision.backgrounds import split_names
 from grasp_s2r.vision.folder import load_folder
 from grasp_s2r.vision.metrics import confusion_counts, summarize
-from grasp_s2r.vision.segmenter import Segmenter, check_threshold
-from grasp_s2r.vision.suites import SPLITS, SUITES, SuiteError, latency_ms, suite_images
+from grasp_s2r.vision.segmenter import Segmenter, check_threshold, read_checkpoint
+from grasp_s2r.vision.suites import check_suite, latency_ms, suite_images
 
 EVAL_FORMAT_NAME = "grasp_s2r.vision_eval"
 EVAL_FORMAT_VERSION = 2
@@ -42,10 +42,7 @@ class EvalConfig:
     """Predicted pixels needed to count as a detection."""
 
     def __post_init__(self) -> None:
-        if self.suite not in SUITES:
-            raise SuiteError(f"unknown suite {self.suite!r}; choose one of {', '.join(SUITES)}")
-        if self.split not in SPLITS:
-            raise SuiteError(f"unknown split {self.split!r}; choose one of {', '.join(SPLITS)}")
+        check_suite(self.suite, self.split)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -94,6 +91,11 @@ def evaluate(model_path: Path, *, cfg: EvalConfig, data_dir: Path | None = None,
     segmenter = Segmenter.load(model_path, device=device)
     if threshold is not None:
         segmenter.threshold = check_threshold(threshold)
+    return _evaluate_loaded(segmenter, model_path, cfg=cfg, data_dir=data_dir, backgrounds_dir=backgrounds_dir)
+
+
+def _evaluate_loaded(segmenter: Segmenter, model_path: Path, *, cfg: EvalConfig, data_dir: Path | None = None,
+                     backgrounds_dir: Path | None = None) -> EvalResult:
     hw = segmenter.input_hw
     if data_dir is not None:
         names, images, target = load_folder(data_dir, hw)
@@ -128,12 +130,18 @@ def evaluate_suites(model_path: Path, suites: list[str], *, cfg: EvalConfig, bac
     """
     results: dict[str, EvalResult] = {}
     rows: dict[str, Any] = {}
-    cpu = Segmenter.load(model_path, device="cpu") if latency_frames else None
-    if cpu is not None and threshold is not None:
-        cpu.threshold = check_threshold(threshold)
+    ckpt = read_checkpoint(model_path)
+    segmenter = Segmenter.from_checkpoint(ckpt, device=device, path=model_path)
+    if threshold is not None:
+        segmenter.threshold = check_threshold(threshold)
+    cpu = None
+    if latency_frames:
+        cpu = (segmenter if segmenter.device.type == "cpu" else
+               Segmenter.from_checkpoint(ckpt, device="cpu", path=model_path))
+        cpu.threshold = segmenter.threshold
     for name in suites:
-        result = evaluate(model_path, cfg=dataclasses.replace(cfg, suite=name), backgrounds_dir=backgrounds_dir,
-                          device=device, threshold=threshold)
+        result = _evaluate_loaded(segmenter, model_path, cfg=dataclasses.replace(cfg, suite=name),
+                                  backgrounds_dir=backgrounds_dir)
         results[name] = result
         rows[name] = dict(result.report["metrics"])
         if cpu is not None:

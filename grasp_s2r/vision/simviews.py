@@ -139,7 +139,8 @@ class SimViewSampler:
     def image_hw(self) -> tuple[int, int]:
         return self.env_config.camera.height_px, self.env_config.camera.width_px
 
-    def render(self, episode_seed: int, rng: np.random.Generator, photo_table: np.random.Generator | None = None) -> Frame:
+    def render(self, episode_seed: int, rng: np.random.Generator,
+               photo_table: np.random.Generator | None = None) -> Frame:
         """One view: the episode of ``episode_seed`` (light, camera jitter) and a pose/appearance from ``rng``.
 
         ``photo_table``: a generator that picks one of the photo textures (and its brightness) for the table

@@ -63,6 +63,14 @@ def resolve_suites(name: str) -> list[str]:
     return [name]
 
 
+def check_suite(name: str, split: str) -> None:
+    """:class:`SuiteError` unless ``name`` is one suite of :data:`SUITES` and ``split`` one of :data:`SPLITS`."""
+    if name not in SUITES:
+        raise SuiteError(f"unknown suite {name!r}; choose one of {', '.join(SUITES)}")
+    if split not in SPLITS:
+        raise SuiteError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+
+
 def _photos(split: str, backgrounds_dir: Path | None, trained_on: list[str] | None) -> list[np.ndarray]:
     photo_split = "heldout" if split == "heldout" else "train"
     leak = sorted(set(split_names(backgrounds_dir)["heldout"]) & set(trained_on or [])) if split == "heldout" else []
@@ -109,9 +117,7 @@ def suite_images(name: str, hw: tuple[int, int], *, n_images: int, seed: int, sp
 
     ``trained_on``: the photos the model was trained on; a held-out photo among them is an error.
     """
-    resolve_suites(name)
-    if split not in SPLITS:
-        raise SuiteError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    check_suite(name, split)
     if hw[0] != hw[1]:
         raise SuiteError(f"the suites need a square input, got {hw}")
     if name == "sim":
@@ -123,25 +129,27 @@ def suite_images(name: str, hw: tuple[int, int], *, n_images: int, seed: int, sp
     return _composites(hw, data, photos, split, seed, n_images)
 
 
+def timed_ms(fn: Callable[[int], object], repeats: int, warmup: int = 20) -> np.ndarray:
+    """Milliseconds of each of ``repeats`` calls ``fn(i)``, after ``warmup`` untimed ones: float (repeats,)."""
+    for i in range(warmup):
+        fn(i)
+    t = []
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        fn(i)
+        t.append(time.perf_counter() - t0)
+    return np.array(t) * 1e3
+
+
 def latency_ms(segmenter: Segmenter, frames: np.ndarray, repeats: int = 200) -> dict[str, float]:
     """Milliseconds per frame of ``segmenter.predict`` at batch 1 on one CPU thread (median, p90).
 
     ``frames``: uint8 (N, H, W, 3), cycled. Runs on the segmenter's device; the torch thread count is restored.
     """
-    def timed(fn: Callable[[int], object]) -> np.ndarray:
-        for i in range(20):
-            fn(i)
-        t = []
-        for i in range(repeats):
-            t0 = time.perf_counter()
-            fn(i)
-            t.append(time.perf_counter() - t0)
-        return np.array(t) * 1e3
-
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        ms = timed(lambda i: segmenter.predict(frames[i % len(frames)]))
+        ms = timed_ms(lambda i: segmenter.predict(frames[i % len(frames)]), repeats)
     finally:
         torch.set_num_threads(threads)
     return {"predict_median_ms": float(np.median(ms)), "predict_p90_ms": float(np.percentile(ms, 90))}
