@@ -1,0 +1,283 @@
+"""``GraspAgent``: the trained system behind one call, for a real arm or any control loop outside the simulator.
+
+One step: camera image (any size, any field of view at least the trained one) -> centre crop + resize to the
+trained field of view -> segmenter -> sphere mask -> controller (mask + proprioception) -> action.
+
+Inputs of :meth:`GraspAgent.act`:
+
+- ``rgb``: uint8 (H, W, 3), **RGB** order (OpenCV gives BGR: convert), from a camera mounted as the simulated wrist
+  camera (``sim.config.CameraConfig``: on the palm, 4.5 cm off the gripper axis towards palm +x, looking at a point
+  16 cm below the palm on the axis; image top = palm +x). The network was trained on 64 x 64 px images with a 60°
+  vertical (and, square, horizontal) field of view. See :func:`fit_to_trained_view` for the crop rule.
+- ``proprio``: float (5,) in SI units, in the order of ``PROPRIO_NAMES``::
+
+      tcp_x_world_m        TCP x in the table frame, metres   (not used by the controller: any value)
+      tcp_y_world_m        TCP y in the table frame, metres   (not used by the controller: any value)
+      tcp_z_above_table_m  TCP height above the table top, metres (TCP: between the fingertip pads)
+      finger_gap_m         distance between the two finger pads, metres (0.04 fully open)
+      gripper_closed       1.0 if the last gripper command was "close", else 0.0
+
+Output: ``AgentStep.action`` float64 (4,) in [-1, 1] (what ``GraspEnv.step`` takes): ``action[:3]`` is the TCP
+displacement along the table frame's x, y, z (+z up; the gripper points straight down, palm +x = table +x) in
+units of ``SceneConfig.max_action_step_m`` = 2 cm per step at 10 Hz (``AgentStep.delta_m`` gives it in metres);
+``action[3] > 0`` closes the gripper, otherwise it opens. The sim moves the TCP target to the *measured* TCP +
+delta (not the previous target), clipped to the workspace.
+
+``learner_step`` is the one learner step of the project: ``GraspAgent.act_batch`` and the batched rollouts of
+``grasp-s2r eval`` / ``grasp-s2r dagger`` call it, so what is tested is what is deployed. This module imports
+torch only when a network is loaded (rollout worker processes stay small).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from grasp_s2r.sim.config import CameraConfig, EnvConfig, SceneConfig
+from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
+
+ACTION_NAMES = ("dx", "dy", "dz", "gripper")
+"""Action components: TCP displacement (table frame, units of ``max_action_step_m``), gripper (> 0 closes)."""
+CONTROLLER_FILE = "controller.pt"
+"""Name of a controller shipped in ``grasp_s2r/weights/`` (none ships at present: see :func:`default_controller_path`)."""
+NO_CONTROLLER = ("no controller ships with grasp_s2r; train one with 'grasp-s2r pipeline --out runs/pipeline' "
+                 "(writes runs/pipeline/dagger/policy.pt) or 'grasp-s2r dagger --out DIR' (writes DIR/policy.pt), "
+                 "then GraspAgent.load(controller=PATH)")
+
+
+class AgentError(ValueError):
+    """The agent cannot be built (no controller, unusable checkpoint) or an input is malformed; one line."""
+
+
+# --- the shared step ----------------------------------------------------------------------------------------
+class SegmenterMasks:
+    """A mask source (``rollout.MaskSource``): the segmenter's masks, one batched forward pass for N images."""
+
+    kind = "predicted"
+
+    def __init__(self, segmenter: Any):
+        self.segmenter = segmenter
+
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None) -> np.ndarray:
+        return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
+
+
+@dataclass
+class LearnerStep:
+    """What :func:`learner_step` did for N observations."""
+
+    masks: np.ndarray
+    """bool (N, H, W): the controller's input masks (blanked rows included), a fresh writable array."""
+    actions: np.ndarray
+    """float64 (N, 4): the controller's actions; NaN in rows that were not queried."""
+    mask_ms: float
+    """Wall time of the mask source (segmenter forward pass), milliseconds."""
+    control_ms: float
+    """Wall time of the controller forward pass, milliseconds (0 when no row was queried)."""
+
+
+def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], policy: Any, rgb: np.ndarray,
+                 proprio: np.ndarray, *, gt_mask: np.ndarray | None = None, blank: np.ndarray | None = None,
+                 query: Sequence[int] | None = None) -> LearnerStep:
+    """The learner's step for N observations: images -> masks -> (blanking) -> controller.
+
+    ``masks``: a mask source, ``(rgb (N, H, W, 3) uint8, gt_mask (N, H, W) bool | None) -> bool (N, H, W)``
+    (:class:`SegmenterMasks`, or ``rollout.GroundTruthMasks``, which needs ``gt_mask``). ``policy``: anything with
+    ``act(masks (M, H, W) bool, proprio (M, 5)) -> (M, 4)`` (``control.policy.Policy``); it may be None when no
+    row is queried. ``blank`` bool (N,): rows whose controller input is replaced by an empty mask (a simulated
+    missed detection). ``query``: the rows the controller acts on (default: all); the others get NaN actions.
+    """
+    t0 = time.perf_counter()
+    input_masks = np.array(masks(rgb, gt_mask), dtype=bool)  # a copy: blanking never touches the source
+    t1 = time.perf_counter()
+    if blank is not None:
+        input_masks[np.asarray(blank, dtype=bool)] = False
+    n = len(input_masks)
+    rows = list(range(n)) if query is None else list(query)
+    actions = np.full((n, ACTION_DIM), np.nan)
+    if rows:
+        if policy is None:
+            raise ValueError("a policy is needed to act on queried rows")
+        actions[rows] = policy.act(input_masks[rows], np.asarray(proprio)[rows])
+    t2 = time.perf_counter()
+    return LearnerStep(masks=input_masks, actions=actions, mask_ms=1e3 * (t1 - t0),
+                       control_ms=1e3 * (t2 - t1) if rows else 0.0)
+
+
+# --- camera images of any size -> the trained view -----------------------------------------------------------
+def fit_to_trained_view(rgb: np.ndarray, camera: CameraConfig, camera_vfov_deg: float | None = None) -> np.ndarray:
+    """A camera image -> uint8 (camera.height_px, camera.width_px, 3) spanning the trained field of view.
+
+    ``rgb``: uint8 (H, W, 3), or float in [0, 1] (scaled to uint8). With ``camera_vfov_deg`` (the vertical field of
+    view of the camera that took it; square pixels, principal point at the centre), the centre crop keeps exactly
+    the trained ``camera.fov_deg`` vertically and ``camera.width_px / camera.height_px`` times that horizontally:
+    crop height = H * tan(fov / 2) / tan(camera_vfov / 2). Without it the image is taken to span the trained
+    vertical field of view already: the crop is all rows, and the centred columns giving the trained aspect ratio.
+    The crop is then resized (area averaging when shrinking, bilinear when enlarging). A camera that sees less than
+    the trained field of view is refused (:class:`AgentError`): the network would see the sphere at the wrong scale.
+    """
+    img = np.asarray(rgb)
+    if img.ndim != 3 or img.shape[2] != 3:
+        raise AgentError(f"expected an RGB image (H, W, 3), got shape {img.shape}")
+    if img.dtype != np.uint8:
+        if not np.issubdtype(img.dtype, np.floating):
+            raise AgentError(f"expected uint8 or float RGB in [0, 1], got {img.dtype}")
+        img = (np.clip(img, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    h, w = img.shape[:2]
+    out_h, out_w = camera.height_px, camera.width_px
+    crop_h = float(h)
+    if camera_vfov_deg is not None:
+        if not 0.0 < camera_vfov_deg < 180.0:
+            raise AgentError(f"camera_vfov_deg must be in (0, 180), got {camera_vfov_deg}")
+        crop_h = h * math.tan(math.radians(camera.fov_deg) / 2) / math.tan(math.radians(camera_vfov_deg) / 2)
+    crop_w = crop_h * out_w / out_h
+    if crop_h > h + 0.5 or crop_w > w + 0.5:
+        raise AgentError(f"this {w}x{h} image (vertical FOV {camera_vfov_deg or camera.fov_deg}°) does not cover the "
+                         f"trained {camera.fov_deg}° x {out_w}:{out_h} view; use a camera with a wider field of view")
+    ch, cw = min(h, max(1, round(crop_h))), min(w, max(1, round(crop_w)))
+    y0, x0 = (h - ch) // 2, (w - cw) // 2
+    crop = img[y0:y0 + ch, x0:x0 + cw]
+    if crop.shape[:2] == (out_h, out_w):
+        return np.ascontiguousarray(crop)
+    interp = cv2.INTER_AREA if ch > out_h else cv2.INTER_LINEAR
+    return cv2.resize(crop, (out_w, out_h), interpolation=interp)
+
+
+# --- the agent ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AgentStep:
+    """One action of :meth:`GraspAgent.act`, with what produced it."""
+
+    action: np.ndarray
+    """float64 (4,) in [-1, 1]: TCP displacement x, y, z (table frame, units of ``max_action_step_m``), gripper."""
+    delta_m: np.ndarray
+    """float64 (3,): the displacement in metres (``action[:3] * max_action_step_m``), table frame."""
+    close_gripper: bool
+    """``action[3] > 0``."""
+    mask: np.ndarray
+    """bool (h, w) at the trained resolution: the sphere mask the controller saw (for display)."""
+    image: np.ndarray
+    """uint8 (h, w, 3): the camera image after :func:`fit_to_trained_view` (what the segmenter saw)."""
+    timings_ms: dict[str, float]
+    """Wall time of ``preprocess``, ``segment``, ``control`` and ``total`` (milliseconds)."""
+
+
+@dataclass(frozen=True)
+class AgentBatch:
+    """N actions of :meth:`GraspAgent.act_batch` (the fields of :class:`AgentStep`, batch first)."""
+
+    actions: np.ndarray
+    delta_m: np.ndarray
+    close_gripper: np.ndarray
+    masks: np.ndarray
+    images: np.ndarray
+    timings_ms: dict[str, float]
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def __getitem__(self, i: int) -> AgentStep:
+        return AgentStep(action=self.actions[i], delta_m=self.delta_m[i], close_gripper=bool(self.close_gripper[i]),
+                         mask=self.masks[i], image=self.images[i], timings_ms=self.timings_ms)
+
+
+def default_controller_path() -> Path:
+    """Where a shipped controller would be (``grasp_s2r/weights/controller.pt``); none ships at present."""
+    return Path(str(resources.files("grasp_s2r") / "weights" / CONTROLLER_FILE))
+
+
+@dataclass
+class GraspAgent:
+    """Segmenter + controller + the trained camera: ``reset()`` at an episode's start, then ``act`` every 0.1 s."""
+
+    segmenter: Any
+    """``vision.segmenter.Segmenter``."""
+    policy: Any
+    """``control.policy.Policy``."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """Scene and camera the controller was trained with (from its checkpoint): the trained view and action scale."""
+    camera_vfov_deg: float | None = None
+    """Vertical field of view of the camera whose images ``act`` gets (None: the trained one)."""
+    steps: int = 0
+    """Actions since the last :meth:`reset`."""
+    blind_steps: int = 0
+    """Consecutive steps whose mask was empty (the sphere not seen): a real loop may stop after too many."""
+
+    @classmethod
+    def load(cls, segmenter: str | Path | None = None, controller: str | Path | None = None,
+             device: Any = None, camera_vfov_deg: float | None = None) -> GraspAgent:
+        """Load the networks: ``segmenter`` (default: the shipped one), ``controller`` (default: the shipped one,
+        if any: else :class:`AgentError` naming the command that trains one), on ``device`` (default: CUDA when
+        present, else the CPU). ``camera_vfov_deg``: vertical FOV of your camera (see :func:`fit_to_trained_view`)."""
+        from grasp_s2r.control.policy import Policy
+        from grasp_s2r.vision.segmenter import CheckpointError, Segmenter, default_checkpoint_path
+
+        ctrl = Path(controller) if controller is not None else default_controller_path()
+        if controller is None and not ctrl.is_file():
+            raise AgentError(NO_CONTROLLER)
+        try:
+            policy, blob = Policy.load(ctrl, device)
+        except FileNotFoundError:
+            raise AgentError(f"no controller checkpoint at {ctrl}; {NO_CONTROLLER.split('; ', 1)[1]}") from None
+        except ValueError as e:
+            raise AgentError(str(e)) from None
+        seg_path = Path(segmenter) if segmenter is not None else default_checkpoint_path()
+        try:
+            seg = Segmenter.load(seg_path, device=policy.device)
+        except CheckpointError as e:
+            raise AgentError(str(e)) from None
+        env = EnvConfig.from_dict(blob["config"]["env"]) if "env" in blob.get("config", {}) else EnvConfig()
+        return cls(segmenter=seg, policy=policy, env=env, camera_vfov_deg=camera_vfov_deg)
+
+    @property
+    def camera(self) -> CameraConfig:
+        """The trained camera: resolution and field of view the images are brought to."""
+        return self.env.camera
+
+    @property
+    def scene(self) -> SceneConfig:
+        return self.env.scene
+
+    def reset(self) -> None:
+        """Start an episode. The controller is memoryless (each action depends on the current image and proprio
+        only): this clears the step counters, and keeps the loop right if a later controller has memory."""
+        self.steps = 0
+        self.blind_steps = 0
+
+    def act(self, rgb: np.ndarray, proprio: Sequence[float]) -> AgentStep:
+        """One image (H, W, 3) and proprio (5,) (SI units, ``PROPRIO_NAMES`` order) -> :class:`AgentStep`."""
+        step = self.act_batch(np.asarray(rgb)[None], np.asarray(proprio, dtype=np.float32)[None])[0]
+        self.blind_steps = 0 if step.mask.any() else self.blind_steps + 1
+        return step
+
+    def act_batch(self, rgb: np.ndarray | Sequence[np.ndarray], proprio: np.ndarray) -> AgentBatch:
+        """N images (a sequence, or an array (N, H, W, 3)) and proprio (N, 5) -> :class:`AgentBatch`: one
+        segmenter and one controller forward pass (the batched runtime's :func:`learner_step`)."""
+        t0 = time.perf_counter()
+        proprio = np.asarray(proprio, dtype=np.float32)
+        if proprio.ndim != 2 or proprio.shape[1] != len(PROPRIO_NAMES):
+            raise AgentError(f"proprio must be (N, {len(PROPRIO_NAMES)}) in the order {', '.join(PROPRIO_NAMES)}; "
+                             f"got shape {proprio.shape}")
+        if len(rgb) != len(proprio):
+            raise AgentError(f"{len(rgb)} images but {len(proprio)} proprio rows")
+        images = np.stack([fit_to_trained_view(im, self.camera, self.camera_vfov_deg) for im in rgb]) if len(rgb) \
+            else np.zeros((0, self.camera.height_px, self.camera.width_px, 3), np.uint8)
+        t1 = time.perf_counter()
+        out = learner_step(SegmenterMasks(self.segmenter), self.policy, images, proprio)
+        total = 1e3 * (time.perf_counter() - t0)
+        self.steps += len(images)
+        actions = out.actions
+        return AgentBatch(
+            actions=actions, delta_m=actions[:, :3] * self.scene.max_action_step_m, close_gripper=actions[:, 3] > 0,
+            masks=out.masks, images=images,
+            timings_ms={"preprocess": 1e3 * (t1 - t0), "segment": out.mask_ms, "control": out.control_ms,
+                        "total": total},
+        )
