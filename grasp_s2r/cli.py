@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import signal
 import sys
 
 from grasp_s2r import __version__
@@ -23,6 +24,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("grasp_s2r.control.cli_eval", "end-to-end success (RGB -> mask -> action) on named conditions"),
     "pipeline": ("grasp_s2r.pipeline", "collect -> train-vision -> dagger -> eval on the small default"),
 }
+
+
+RESUME_HINT = "finished work is kept: run the same command again to resume"
+"""What an interrupted command says; a command module may define its own ``RESUME_HINT``."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM ends a command the way Ctrl-C does: the same cleanup (workers stopped, partial files removed)."""
+    raise KeyboardInterrupt
 
 
 class UsageError(Exception):
@@ -91,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[args.command][0])
     from grasp_s2r.files import ArtifactError
 
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(module.run(args) or 0)
     except (UsageError, ArtifactError) as e:
@@ -103,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grasp-s2r {args.command}: error: cannot use{where}: {e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"grasp-s2r {args.command}: interrupted; completed work is kept, re-run to resume", file=sys.stderr)
+        hint = getattr(module, "RESUME_HINT", RESUME_HINT)
+        print(f"grasp-s2r {args.command}: interrupted; {hint}", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # run as `python -m grasp_s2r.cli`: use the package's module, not __main__'s copy

@@ -1,24 +1,32 @@
 """``grasp-s2r collect``: run the FSM expert in K worker processes and write an episode dataset.
 
-Episode ``i`` uses seed ``seed + i``, so the dataset is the same whatever the number of workers and
-whichever episodes a re-run has to redo. Each worker process owns one PyBullet client and writes
-its episodes itself, atomically; a killed run is resumed by running the same command again.
+Episode ``i`` uses seed ``seed + i``, so the dataset is the same whatever the number of workers, the
+backend (local processes or Ray actors) and whichever episodes a re-run has to redo. The episodes run
+in the package's one episode loop (:class:`~grasp_s2r.control.rollout.RolloutPool`, expert only); this
+process writes each finished episode atomically, so a killed run is resumed by running the same command
+again.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import multiprocessing as mp
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tqdm import tqdm
 
+from grasp_s2r.control.backend import (
+    BackendConfig,
+    BackendUnavailable,
+    add_backend_arguments,
+    backend_from_args,
+    open_runner,
+)
+from grasp_s2r.control.rollout import EpisodeRecord, EpisodeRequest, GroundTruthMasks
 from grasp_s2r.data.episodes import (
     DatasetError,
     EpisodeDataset,
@@ -27,10 +35,10 @@ from grasp_s2r.data.episodes import (
     remove_partial,
     write_episode,
 )
-from grasp_s2r.expert.fsm import Expert, ExpertConfig, Phase
+from grasp_s2r.expert.fsm import ExpertConfig, Phase
 from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.sim.config import CameraConfig, EnvConfig, RandomizationConfig, SceneConfig
-from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES, GraspEnv
+from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES
 from grasp_s2r.stats import format_rate
 
 DATASET_KIND = "expert-demonstrations"
@@ -45,7 +53,9 @@ class CollectConfig:
     episodes: int = 20
     """Number of episodes (indices 0 .. episodes-1)."""
     workers: int = 1
-    """Worker processes, each with its own PyBullet client."""
+    """Worker processes, each with its own PyBullet client (per Ray actor with the ray backend)."""
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    """Where the episodes run (local processes or Ray actors); never changes the data."""
     seed: int = 0
     """Episode i uses seed ``seed + i``."""
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -88,84 +98,51 @@ def expert_features(env: EnvConfig) -> dict[str, dict[str, Any]]:
     }
 
 
-def rollout_expert(env: GraspEnv, expert: Expert, seed: int) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """One expert episode; returns per-step arrays (time first) and the episode info."""
-    r = env.reset(seed)
-    steps: dict[str, list[np.ndarray]] = {k: [] for k in
-                                          ("rgb", "sphere_mask", "gripper_mask", "proprio", "action", "phase", "state")}
-    while not (r.terminated or r.truncated):
-        action, phase = expert.act(env.privileged())
-        for k, v in (("rgb", r.frame.rgb), ("sphere_mask", r.frame.sphere_mask), ("gripper_mask", r.frame.gripper_mask),
-                     ("proprio", r.proprio), ("action", action.astype(np.float32)), ("phase", np.int8(phase)),
-                     ("state", env.get_state())):
-            steps[k].append(v)
-        r = env.step(action)
-    arrays = {k: np.stack(v) for k, v in steps.items()}
-    info = {"seed": seed, "length": len(arrays["action"]), "success": bool(r.success),
-            "params": env.params.to_dict(), "final_sphere_pos_world_m": env.sphere_pos_world_m().tolist()}
-    return arrays, info
-
-
-# --- worker process: one env per process, created inside the process ----------------------------
-_worker: dict[str, Any] = {}
-
-
-def _init_worker(cfg: CollectConfig) -> None:
-    _worker["env"] = GraspEnv(cfg.env)
-    _worker["expert"] = Expert(cfg.env.scene, cfg.expert)
-    _worker["cfg"] = cfg
-
-
-def _run_episode(index: int) -> tuple[int, bool, int]:
-    cfg: CollectConfig = _worker["cfg"]
-    arrays, info = rollout_expert(_worker["env"], _worker["expert"], cfg.seed + index)
-    write_episode(Path(cfg.out), index, arrays, info)
-    return index, info["success"], info["length"]
-
-
 def collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
     """Collect (or finish collecting) ``cfg.episodes`` expert episodes into ``cfg.out``."""
     with ArtifactFolder(Path(cfg.out), "dataset"):
         return _collect(cfg, progress)
 
 
+_INFO_KEYS = ("seed", "length", "success", "params", "final_sphere_pos_world_m")
+"""What a dataset episode's info.json holds (besides its index)."""
+
+
 def _collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
     if cfg.episodes <= 0 or cfg.workers <= 0:
         raise ValueError("episodes and workers must be positive")
     root = Path(cfg.out)
-    init_dataset(root, cfg.dataset_config(), expert_features(cfg.env), DATASET_KIND)
+    features = expert_features(cfg.env)
+    init_dataset(root, cfg.dataset_config(), features, DATASET_KIND)
     removed = remove_partial(root)
     done = set(finished_indices(root))
     todo = [i for i in range(cfg.episodes) if i not in done]
     t0 = time.perf_counter()
-    successes, steps, n_new = 0, 0, 0
+    tally = {"new": 0, "success": 0}
     bar = tqdm(total=cfg.episodes, initial=cfg.episodes - len(todo), unit="ep", desc="collect", disable=not progress)
-    workers = useful_workers(cfg.workers, len(todo))
+    workers = cfg.workers if cfg.backend.backend == "ray" else useful_workers(cfg.workers, len(todo))
+
+    def write(rec: EpisodeRecord) -> None:
+        index = todo[rec.info["request_index"]]
+        write_episode(root, index, {k: rec.arrays[k] for k in features}, {k: rec.info[k] for k in _INFO_KEYS})
+        tally["new"] += 1
+        tally["success"] += rec.success
+        bar.update(1)
+        bar.set_postfix_str(f"success {tally['success'] / tally['new']:.0%}")
+
     if todo:
-        if workers == 1:
-            _init_worker(cfg)
-            results = map(_run_episode, todo)
-        else:
-            pool = mp.get_context("spawn").Pool(workers, initializer=_init_worker, initargs=(cfg,))
-            results = pool.imap_unordered(_run_episode, todo)
+        # the one episode loop of the package, expert only (beta = 1), ground-truth masks (unused)
+        requests = [EpisodeRequest(seed=cfg.seed + i, beta=1.0) for i in todo]
         try:
-            for _, success, length in results:
-                n_new += 1
-                successes += success
-                steps += length
-                bar.update(1)
-                bar.set_postfix_str(f"success {successes / n_new:.0%}")
+            with open_runner(cfg.backend, cfg.env, workers, cfg.expert) as runner:
+                runner.run(requests, None, GroundTruthMasks(), on_episode=write, progress=False)
         finally:
-            if workers > 1:
-                pool.terminate()
-                pool.join()
-            _worker.clear()
+            bar.close()
     bar.close()
     seconds = time.perf_counter() - t0
     ds = EpisodeDataset(root)
-    all_steps = ds.num_steps()
     n_success = sum(int(e.info["success"]) for e in ds)
-    return CollectSummary(episodes=len(ds), successes=n_success, steps=all_steps, new_episodes=n_new,
+    return CollectSummary(episodes=len(ds), successes=n_success, steps=ds.num_steps(), new_episodes=tally["new"],
                           seconds=seconds, removed_partial=removed, workers=workers)
 
 
@@ -213,8 +190,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--episodes", type=positive_int, default=CollectConfig.episodes, help="default %(default)s")
     p.add_argument("--out", required=True, help="dataset folder (created, or resumed if it holds this same job)")
-    p.add_argument("--workers", type=positive_int, default=1, help="worker processes (default %(default)s)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="episode i uses seed SEED+i (default %(default)s)")
+    add_backend_arguments(p, 1, "env worker processes, each with its own PyBullet client")
     add_env_arguments(p)
 
 
@@ -222,10 +199,10 @@ def run(args: argparse.Namespace) -> int:
     from grasp_s2r.cli import UsageError
 
     cfg = CollectConfig(out=args.out, episodes=args.episodes, workers=args.workers, seed=args.seed,
-                        env=env_config_from_args(args))
+                        env=env_config_from_args(args), backend=backend_from_args(args))
     try:
         s = collect(cfg)
-    except DatasetError as e:
+    except (DatasetError, BackendUnavailable) as e:
         raise UsageError(str(e)) from None
     print(f"dataset     {Path(cfg.out).resolve()}")
     print(f"episodes    {s.episodes} ({s.new_episodes} new this run"
@@ -234,5 +211,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"steps       {s.steps} (mean {s.steps / max(s.episodes, 1):.1f} per episode)")
     if s.new_episodes:
         capped = f" (asked {cfg.workers}: capped at the CPU cores / episodes left)" if s.workers < cfg.workers else ""
-        print(f"speed       {s.episodes_per_s:.2f} episodes/s with {s.workers} worker(s){capped}, {s.seconds:.1f} s")
+        where = " per Ray actor" if cfg.backend.backend == "ray" else ""
+        print(f"speed       {s.episodes_per_s:.2f} episodes/s with {s.workers} worker(s){where}{capped}, "
+              f"{s.seconds:.1f} s")
     return 0

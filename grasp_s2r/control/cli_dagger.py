@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from grasp_s2r.control.backend import add_backend_arguments, backend_from_args
 from grasp_s2r.control.dagger import BETA_SCHEDULES, DaggerConfig, control_env_config
 from grasp_s2r.control.policy import PolicyConfig
 from grasp_s2r.control.train import TrainConfig
@@ -45,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default %(default)s)")
     p.add_argument("--demos", default="", metavar="DIR", help="a 'grasp-s2r collect' dataset to use as round 0")
     p.add_argument("--no-bc", action="store_true", help="skip the behavior-cloning baseline")
-    p.add_argument("--workers", type=positive_int, default=d.workers, help="env processes (default %(default)s)")
+    add_backend_arguments(p, d.workers, "env processes")
     p.add_argument("--device", type=torch_device, default="",
                    help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--threads", type=positive_int, default=d.torch_threads,
@@ -83,7 +84,8 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
             vision_checkpoint=args.vision, backgrounds="" if args.raw_sim else "train", demos=args.demos,
             blind_cutoff_steps=args.blind_cutoff, blind_start_prob=args.blind_start_prob,
             disturbance_prob=args.disturbance_prob,
-            bc_baseline=not args.no_bc, workers=args.workers, device=args.device, torch_threads=args.threads,
+            bc_baseline=not args.no_bc, workers=args.workers, backend=backend_from_args(args), device=args.device,
+            torch_threads=args.threads,
             seed=args.seed,
             train=TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=args.lr, xyz_loss=args.xyz_loss),
             policy=dataclasses.replace(PolicyConfig(), channels=channels), env=env,
@@ -94,6 +96,7 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
 
 def run(args: argparse.Namespace) -> int:
     from grasp_s2r.cli import UsageError
+    from grasp_s2r.control.backend import BackendUnavailable
     from grasp_s2r.control.dagger import run_dagger
     from grasp_s2r.control.rollout import VisionUnavailable
     from grasp_s2r.data.episodes import DatasetError
@@ -101,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     try:
         result = run_dagger(cfg, progress=not args.quiet)
-    except (VisionUnavailable, DatasetError, FileNotFoundError) as e:
+    except (VisionUnavailable, DatasetError, FileNotFoundError, BackendUnavailable) as e:
         raise UsageError(str(e)) from None
     except ValueError as e:
         if "another config" in str(e) or "format" in str(e):

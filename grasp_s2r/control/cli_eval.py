@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from grasp_s2r.control.backend import add_backend_arguments, backend_from_args
 from grasp_s2r.control.conditions import CONDITIONS
 from grasp_s2r.control.evaluate import ISSUE_CONDITIONS, EvalConfig
 
+RESUME_HINT = "an evaluation keeps no partial results: run the same command again"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from grasp_s2r.cli import non_negative_int, positive_int, torch_device
@@ -24,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="", metavar="DIR", help="write eval.json, <condition>.png strips and .gif videos")
     p.add_argument("--video", type=non_negative_int, default=e.media_episodes, metavar="N",
                    help="episodes per condition drawn as PNG strip + GIF, with --out (default %(default)s)")
-    p.add_argument("--workers", type=positive_int, default=e.workers, help="env processes (default %(default)s)")
+    add_backend_arguments(p, e.workers, "env processes")
     p.add_argument("--device", type=torch_device, default="",
                    help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--threads", type=positive_int, default=e.torch_threads,
@@ -46,7 +48,7 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
             policy=args.policy, vision=args.vision, masks=args.masks, episodes=args.episodes,
             conditions=tuple(c.strip() for c in args.conditions.split(",") if c.strip()),
             backgrounds=args.backgrounds, out=args.out, media_episodes=args.video, workers=args.workers,
-            device=args.device, torch_threads=args.threads,
+            device=args.device, torch_threads=args.threads, backend=backend_from_args(args),
         )
     except ValueError as e:
         raise UsageError(str(e).splitlines()[0]) from None
@@ -56,13 +58,14 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from grasp_s2r.cli import UsageError
+    from grasp_s2r.control.backend import BackendUnavailable
     from grasp_s2r.control.evaluate import evaluate, results_table
     from grasp_s2r.control.rollout import VisionUnavailable
 
     cfg = config_from_args(args)
     try:
         results = evaluate(cfg, progress=not args.quiet)
-    except (ValueError, VisionUnavailable, FileNotFoundError) as e:
+    except (ValueError, VisionUnavailable, FileNotFoundError, BackendUnavailable) as e:
         raise UsageError(str(e).splitlines()[0]) from None
     print(results_table(results))
     if args.out:

@@ -37,6 +37,7 @@ from tqdm import tqdm
 
 from grasp_s2r import __version__
 from grasp_s2r.control import seeds
+from grasp_s2r.control.backend import BackendConfig, EpisodeRunner, open_runner
 from grasp_s2r.control.conditions import CONDITIONS, Condition
 from grasp_s2r.control.curves import best_round, plot_curve, summary_line, write_curve_csv, write_curve_json
 from grasp_s2r.control.demos import import_demos
@@ -45,7 +46,6 @@ from grasp_s2r.control.rollout import (
     EpisodeRecord,
     EpisodeRequest,
     MaskSource,
-    RolloutPool,
     make_mask_source,
     rollout_features,
 )
@@ -68,7 +68,7 @@ CONTROL_CAMERA_JITTER_DEG = 0.5
 The scene default (4 mm, 2 deg, chosen for vision robustness) shifts where the TCP axis appears in
 the image by up to ~8 mm per episode, more than the expert's 3.5 mm closing tolerance; a controller
 that sees only the mask cannot tell, so it learns on a camera calibrated to these tolerances."""
-_RESUMABLE_FIELDS = ("rounds", "workers", "device", "torch_threads")
+_RESUMABLE_FIELDS = ("rounds", "workers", "backend", "device", "torch_threads")
 """Config fields that may differ when a run is resumed (e.g. ask for more rounds)."""
 
 
@@ -137,7 +137,9 @@ class DaggerConfig:
     bc_baseline: bool = True
     """Also train and evaluate behavior cloning at the same label budget every round."""
     workers: int = 2
-    """Env worker processes."""
+    """Env worker processes (per Ray actor with the ray backend)."""
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    """Where rollouts and evaluation episodes run: local processes or Ray actors (the learner stays here)."""
     device: str = ""
     """Torch device of the learner and the segmenter ("" = CUDA when present, else CPU)."""
     torch_threads: int = 1
@@ -219,7 +221,7 @@ def _check_run_folder(out: Path, cfg: DaggerConfig) -> None:
 class _Run:
     """One DAgger run's state and steps; ``run_dagger`` is the public entry point."""
 
-    def __init__(self, cfg: DaggerConfig, pool: RolloutPool, masks: MaskSource, device: torch.device,
+    def __init__(self, cfg: DaggerConfig, pool: EpisodeRunner, masks: MaskSource, device: torch.device,
                  progress: bool):
         self.cfg, self.pool, self.masks, self.device, self.progress = cfg, pool, masks, device, progress
         self.out = Path(cfg.out)
@@ -380,7 +382,7 @@ def _run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
     device = torch.device(cfg.device) if cfg.device else default_device()
     masks = make_mask_source(cfg.masks, cfg.vision_checkpoint, device)
     rows = completed_rows(out)
-    with RolloutPool(cfg.env, cfg.workers) as pool:
+    with open_runner(cfg.backend, cfg.env, cfg.workers, torch_threads=cfg.torch_threads) as pool:
         run = _Run(cfg, pool, masks, device, progress)
         for r in range(len(rows), cfg.rounds):
             rows.append(run.round(r))

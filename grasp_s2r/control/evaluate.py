@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,11 @@ from tqdm import tqdm
 
 from grasp_s2r import __version__
 from grasp_s2r.control import seeds
+from grasp_s2r.control.backend import BackendConfig, open_runner
 from grasp_s2r.control.conditions import CONDITIONS, resolve_condition
 from grasp_s2r.control.media import write_gif, write_strip
 from grasp_s2r.control.policy import Policy, default_device
-from grasp_s2r.control.rollout import EpisodeRequest, RolloutPool, make_mask_source
+from grasp_s2r.control.rollout import EpisodeRequest, make_mask_source
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import format_rate, wilson_interval
@@ -55,7 +56,9 @@ class EvalConfig:
     media_episodes: int = 3
     """Episodes per condition drawn as a PNG strip and a GIF (0 = none)."""
     workers: int = 2
-    """Env worker processes."""
+    """Env worker processes (per Ray actor with the ray backend)."""
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    """Where the episodes run: local processes or Ray actors."""
     device: str = ""
     """Torch device ("" = CUDA when present, else CPU)."""
     torch_threads: int = 1
@@ -104,7 +107,7 @@ def _evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
         "policy_round": ckpt.get("round"), "conditions": {},
     }
     t_start = time.perf_counter()
-    with RolloutPool(env_config, cfg.workers) as pool:
+    with open_runner(cfg.backend, env_config, cfg.workers, torch_threads=cfg.torch_threads) as pool:
         for name in cfg.conditions:
             cond = resolve_condition(name, cfg.backgrounds or None)
             requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, beta=0.0, condition=cond)

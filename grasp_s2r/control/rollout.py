@@ -13,7 +13,10 @@ run. It does not import torch: workers start fast and stay small.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
+import signal
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +27,7 @@ import numpy as np
 from tqdm import tqdm
 
 from grasp_s2r.control.conditions import Condition, EpisodeHooks
-from grasp_s2r.expert.fsm import Expert
+from grasp_s2r.expert.fsm import Expert, ExpertConfig
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES, GraspEnv
 
@@ -111,8 +114,10 @@ class PredictedMasks:
 
     kind = "predicted"
 
-    def __init__(self, segmenter: Any):
+    def __init__(self, segmenter: Any, checkpoint: Path | None = None):
         self.segmenter = segmenter
+        self.checkpoint = checkpoint
+        """The file the segmenter was read from (what a remote backend ships to its actors)."""
 
     def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
         return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
@@ -122,23 +127,26 @@ def _observation(env: GraspEnv, expert: Expert, hooks: EpisodeHooks, result: Any
     rgb, gt = hooks.observe(result.frame)
     label, phase = expert.act(env.privileged())
     return {
-        "rgb": rgb, "sphere_mask": gt, "proprio": result.proprio, "action": label, "phase": int(phase),
-        "state": env.get_state(), "success": bool(result.success),
+        "rgb": rgb, "sphere_mask": gt, "gripper_mask": result.frame.gripper_mask, "proprio": result.proprio,
+        "action": label, "phase": int(phase), "state": env.get_state(), "success": bool(result.success),
         "done": bool(result.terminated or result.truncated),
     }
 
 
-def _worker(conn: Any, env_config: dict[str, Any]) -> None:
-    """Env worker loop: ("reset", seed, condition dict) | ("step", action) | ("close",)."""
+def _worker(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any]) -> None:
+    """Env worker loop: ("reset", seed, condition dict) | ("step", action) | ("close",).
+
+    Ctrl-C (or a SIGTERM) reaches the whole process group: the worker ignores both and leaves when the
+    main process closes its pipe (or dies), so an interrupt is handled in one place and leaves no orphan.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     env = GraspEnv(EnvConfig.from_dict(env_config))
-    expert = Expert(env.config.scene)
+    expert = Expert(env.config.scene, ExpertConfig(**expert_config))
     hooks: EpisodeHooks | None = None
     try:
         while True:
-            try:
-                msg = conn.recv()
-            except (EOFError, OSError):  # the main process died: leave quietly
-                return
+            msg = conn.recv()
             if msg[0] == "reset":
                 result = env.reset(msg[1])
                 hooks = EpisodeHooks(env, Condition.from_dict(msg[2]), np.random.default_rng([msg[1], _HOOK_STREAM]))
@@ -151,16 +159,19 @@ def _worker(conn: Any, env_config: dict[str, Any]) -> None:
                 obs = _observation(env, expert, hooks, result)
                 if obs["done"]:
                     obs["events"] = hooks.events
+                    obs["final_sphere_pos_world_m"] = env.sphere_pos_world_m().tolist()
                 conn.send(obs)
             else:
                 return
+    except (EOFError, OSError):  # the main process closed the pipe or died: leave quietly
+        return
     finally:
         env.close()
 
 
-_STEP_KEYS = ("rgb", "sphere_mask", "input_mask", "proprio", "action", "learner_action", "executed_action",
+_STEP_KEYS = ("rgb", "sphere_mask", "gripper_mask", "input_mask", "proprio", "action", "learner_action", "executed_action",
               "from_expert", "phase", "state")
-_DTYPES = {"rgb": np.uint8, "sphere_mask": bool, "input_mask": bool, "proprio": np.float32, "action": np.float32,
+_DTYPES = {"rgb": np.uint8, "sphere_mask": bool, "gripper_mask": bool, "input_mask": bool, "proprio": np.float32, "action": np.float32,
            "learner_action": np.float32, "executed_action": np.float32, "from_expert": bool, "phase": np.int8,
            "state": np.float64}
 
@@ -168,7 +179,7 @@ _DTYPES = {"rgb": np.uint8, "sphere_mask": bool, "input_mask": bool, "proprio": 
 def rollout_features(env: EnvConfig) -> dict[str, dict[str, Any]]:
     """Feature schema (per-step dtype and shape) of a recorded episode, for ``init_dataset``."""
     hw = [env.camera.height_px, env.camera.width_px]
-    shapes = {"rgb": [*hw, 3], "sphere_mask": hw, "input_mask": hw, "proprio": [len(PROPRIO_NAMES)],
+    shapes = {"rgb": [*hw, 3], "sphere_mask": hw, "gripper_mask": hw, "input_mask": hw, "proprio": [len(PROPRIO_NAMES)],
               "action": [ACTION_DIM], "learner_action": [ACTION_DIM], "executed_action": [ACTION_DIM],
               "from_expert": [], "phase": [], "state": [len(STATE_NAMES)]}
     return {k: {"dtype": np.dtype(_DTYPES[k]).name, "shape": shapes[k]} for k in _STEP_KEYS}
@@ -194,7 +205,7 @@ def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None)
             f"no segmenter checkpoint at {path}: train one with 'grasp-s2r train-vision' and pass --vision, "
             "or use --masks gt")
     try:
-        return PredictedMasks(Segmenter.load(path, device=device))
+        return PredictedMasks(Segmenter.load(path, device=device), path)
     except ValueError as e:  # the segmenter's CheckpointError
         raise VisionUnavailable(str(e)) from None
 
@@ -217,32 +228,50 @@ class RolloutPool:
     """K env worker processes; ``run(requests, ...)`` plays episodes with batched inference.
 
     Use as a context manager (workers are stopped on exit; they also exit if this process dies).
+    This is the one episode loop of the package: ``collect`` (expert only, beta = 1), DAgger's rollouts
+    and evaluations, and ``eval`` all run through it, locally or inside a Ray actor
+    (:mod:`grasp_s2r.control.ray_backend`).
     """
 
-    def __init__(self, env_config: EnvConfig, n_workers: int):
+    def __init__(self, env_config: EnvConfig, n_workers: int, expert_config: ExpertConfig | None = None):
         if n_workers < 1:
             raise ValueError(f"n_workers must be positive, got {n_workers}")
         self.env_config = env_config
+        self.expert_config = expert_config or ExpertConfig()
         ctx = mp.get_context("spawn")
         self.conns, self.procs = [], []
-        for _ in range(n_workers):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child, env_config.to_dict()), daemon=True)
-            proc.start()
-            child.close()
-            self.conns.append(parent)
-            self.procs.append(proc)
+        try:
+            for _ in range(n_workers):
+                parent, child = ctx.Pipe()
+                proc = ctx.Process(target=_worker, daemon=True,
+                                   args=(child, env_config.to_dict(), dataclasses.asdict(self.expert_config)))
+                proc.start()
+                child.close()
+                self.conns.append(parent)
+                self.procs.append(proc)
+        except BaseException:
+            self.close()
+            raise
 
-    def close(self) -> None:
+    @property
+    def n_workers(self) -> int:
+        return len(self.procs)
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Stop the workers: ask, wait up to ``timeout_s`` in all, then kill what is left."""
         for conn in self.conns:
             try:
                 conn.send(("close",))
+                conn.close()
             except (BrokenPipeError, OSError):
                 pass
+        deadline = time.monotonic() + timeout_s
         for proc in self.procs:
-            proc.join(timeout=5)
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        for proc in self.procs:
             if proc.is_alive():
                 proc.kill()
+                proc.join(timeout=1.0)
         self.conns, self.procs = [], []
 
     def __enter__(self) -> Self:
@@ -260,7 +289,8 @@ class RolloutPool:
         """Play ``requests`` (in order of start) and return their records in request order.
 
         ``record(i)``: whether request i keeps its per-step arrays. ``on_episode`` is called as each
-        episode finishes (e.g. to write it to disk) — records are returned all the same.
+        episode finishes (e.g. to write it to disk); its records are then returned without their arrays,
+        so that a long run holds only the episodes in flight.
         ``max_blind_steps``: end an episode (as a failure, ``info["stopped_blind"]``) once the
         controller's input mask has been empty for more than this many consecutive steps.
         """
@@ -325,6 +355,7 @@ class RolloutPool:
                 out[rec.info["request_index"]] = rec
                 if on_episode is not None:
                     on_episode(rec)
+                    rec.arrays = {}
                 bar.update(1)
                 if queue:
                     start(w)
@@ -342,6 +373,7 @@ class RolloutPool:
             "seed": req.seed, "success": last["success"], "length": ep.length, "beta": req.beta,
             "condition": req.condition.name, "expert_steps": ep.n_expert, "params": ep.params,
             "events": last.get("events", []), "request_index": ep.index,
+            "final_sphere_pos_world_m": last.get("final_sphere_pos_world_m"),
             "stopped_blind": bool(last.get("stopped_blind", False)),
         }
         arrays = {}

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from grasp_s2r.vision.dataset import BackgroundMix
 
 
+RESUME_HINT = ("the last checkpoint is kept (OUT/checkpoint-latest.pt): run the same command with --resume to "
+               "continue")
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/vision"), help="run folder (default: runs/vision)")
     parser.add_argument("--steps", type=positive_int, default=3000, help="optimizer steps in total (default: 3000)")

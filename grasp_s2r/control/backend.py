@@ -1,0 +1,109 @@
+"""Where episodes run: ``--backend local`` (one :class:`RolloutPool` of worker processes on this machine) or
+``--backend ray`` (one Ray actor per node, each running its own :class:`RolloutPool`).
+
+Both are an *episode runner*: a context manager with ``run(requests, policy, masks, ...)`` returning one
+:class:`~grasp_s2r.control.rollout.EpisodeRecord` per request, in request order, and calling
+``on_episode`` on this process as each one finishes. ``collect``, ``dagger`` and ``eval`` only see that
+interface, so Ray is added once, here and in :mod:`grasp_s2r.control.ray_backend`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, Self
+
+from grasp_s2r.control.rollout import EpisodeRecord, EpisodeRequest, MaskSource, RolloutPool
+from grasp_s2r.expert.fsm import ExpertConfig
+from grasp_s2r.sim.config import EnvConfig
+
+if TYPE_CHECKING:
+    from grasp_s2r.control.policy import Policy
+
+BACKENDS = ("local", "ray")
+RAY_INSTALL_HINT = 'pip install -e ".[ray]"'
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend asked for cannot start here (Ray not installed, no cluster at the address...)."""
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """How rollouts are spread; never part of a run's identity (results do not depend on it)."""
+
+    backend: str = "local"
+    """"local": worker processes on this machine; "ray": Ray actors (a local runtime or a cluster)."""
+    ray_address: str = ""
+    """Ray cluster to join ("auto": the one ``ray start`` made on this node; "": start a local runtime)."""
+    ray_actors: int = 0
+    """Ray actors (0: one per alive node of the cluster)."""
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.ray_actors < 0:
+            raise ValueError(f"ray_actors must be >= 0, got {self.ray_actors}")
+        if self.backend == "local" and (self.ray_address or self.ray_actors):
+            raise ValueError("--ray-address / --ray-actors need --backend ray")
+
+
+class EpisodeRunner(Protocol):
+    """What ``collect``, ``dagger`` and ``eval`` run episodes on."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def run(
+        self, requests: Sequence[EpisodeRequest], policy: Policy | None, masks: MaskSource, *,
+        record: Callable[[int], bool] = ..., on_episode: Callable[[EpisodeRecord], None] | None = None,
+        progress: bool = True, desc: str = "rollout", max_blind_steps: int | None = None,
+    ) -> list[EpisodeRecord]: ...
+
+
+def open_runner(cfg: BackendConfig, env: EnvConfig, workers: int, expert: ExpertConfig | None = None,
+                torch_threads: int = 1) -> EpisodeRunner:
+    """An episode runner for ``cfg`` with ``workers`` env processes (in all, or per Ray actor); a context manager.
+
+    ``torch_threads``: CPU threads of each Ray actor's models (the local runner's models are this process's).
+    """
+    if cfg.backend == "local":
+        return RolloutPool(env, workers, expert)
+    from grasp_s2r.control.ray_backend import RayRunner
+
+    return RayRunner(env, workers_per_actor=workers, expert_config=expert, address=cfg.ray_address,
+                     n_actors=cfg.ray_actors, torch_threads=torch_threads)
+
+
+def add_backend_arguments(p: argparse.ArgumentParser, workers_default: int, workers_help: str) -> None:
+    """``--workers --backend --ray-address --ray-actors``, shared by collect, dagger and eval."""
+    from grasp_s2r.cli import non_negative_int, positive_int
+
+    g = p.add_argument_group("where episodes run")
+    g.add_argument("--workers", type=positive_int, default=workers_default,
+                   help=f"{workers_help}; with --backend ray: per actor (default %(default)s)")
+    g.add_argument("--backend", choices=BACKENDS, default="local",
+                   help="local: worker processes here; ray: Ray actors, one per node (default %(default)s)")
+    g.add_argument("--ray-address", default="", metavar="ADDR",
+                   help="Ray cluster to join, e.g. 'auto' after 'ray start' (default: start a local Ray runtime)")
+    g.add_argument("--ray-actors", type=non_negative_int, default=0, metavar="N",
+                   help="Ray actors, each with --workers env processes (default 0: one per node)")
+
+
+def backend_from_args(args: argparse.Namespace) -> BackendConfig:
+    from grasp_s2r.cli import UsageError
+
+    try:
+        cfg = BackendConfig(backend=args.backend, ray_address=args.ray_address, ray_actors=args.ray_actors)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if cfg.backend == "ray":  # before anything is written
+        from grasp_s2r.control.ray_backend import import_ray
+
+        try:
+            import_ray()
+        except BackendUnavailable as e:
+            raise UsageError(str(e)) from None
+    return cfg

@@ -1,0 +1,122 @@
+"""Ctrl-C (SIGINT to the process group) and SIGTERM: every long command exits within 5 s, leaves no process
+behind, says how to resume, and the run can be resumed. Real commands in real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from grasp_s2r.control.policy import Policy
+from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
+
+EXIT_WITHIN_S = 5.0
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _group_size(pgid: int) -> int:
+    out = subprocess.run(["ps", "-e", "-o", "pgid="], capture_output=True, text=True, check=True).stdout
+    return sum(1 for line in out.split() if line.strip() == str(pgid))
+
+
+def _interrupt(argv: list[str], ready: Callable[[], bool], sig: int, tmp: Path, timeout_s: float = 120) -> str:
+    """Start ``grasp-s2r ARGV`` in its own process group, wait for ``ready()``, send ``sig`` to the whole group;
+    check exit code, timing, and that no process of the group survives; returns stderr."""
+    err_path = tmp / "stderr.txt"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "grasp_s2r.cli", *argv], stdout=subprocess.DEVNULL,
+                                stderr=err, start_new_session=True)
+        pgid = proc.pid
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not ready():
+                assert proc.poll() is None, f"{argv[0]} ended before it could be interrupted: " + err_path.read_text()
+                assert time.monotonic() < deadline, f"{argv[0]} never got ready"
+                time.sleep(0.1)
+            os.killpg(pgid, sig)
+            t0 = time.monotonic()
+            rc = proc.wait(timeout=30)
+            took = time.monotonic() - t0
+            while _group_alive(pgid) and time.monotonic() - t0 < EXIT_WITHIN_S:
+                time.sleep(0.05)
+            survivors = _group_size(pgid)
+        finally:
+            if proc.poll() is None or _group_alive(pgid):
+                os.killpg(pgid, signal.SIGKILL)
+    stderr = err_path.read_text()
+    assert rc == 130, f"exit code {rc}: {stderr[-2000:]}"
+    assert took < EXIT_WITHIN_S, f"{argv[0]} took {took:.1f} s to exit"
+    assert survivors == 0, f"{survivors} process(es) of {argv[0]} survived the interrupt"
+    assert "Traceback" not in stderr, stderr[-3000:]
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"grasp-s2r {argv[0]}: interrupted;") and ("again" in last or "--resume" in last), last
+    return stderr
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grasp_s2r.cli", *argv], capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_collect_interrupted_then_resumed(tmp_path: Path, sig: int) -> None:
+    out = tmp_path / "demos"
+    argv = ["collect", "--episodes", "40", "--workers", "2", "--out", str(out)]
+    _interrupt(argv, lambda: out.is_dir() and len(finished_indices(out)) >= 2, sig, tmp_path)
+    assert not list(out.glob(".tmp-*")), "a half-written episode was left visible"
+    kept = len(finished_indices(out))
+    assert 2 <= kept < 40
+    r = _run(argv)
+    assert r.returncode == 0, r.stderr
+    ds = EpisodeDataset(out)
+    assert ds.indices == list(range(40))
+    assert f"{40 - kept} new this run" in r.stdout
+
+
+def test_dagger_interrupted_then_resumed(tmp_path: Path) -> None:
+    out = tmp_path / "dagger"
+    argv = ["dagger", "--out", str(out), "--rounds", "2", "--episodes-per-round", "12", "--eval-episodes", "4",
+            "--masks", "gt", "--no-bc", "--train-steps", "20", "--max-steps", "40", "--quiet"]
+    round0 = out / "round-000"
+    _interrupt(argv, lambda: round0.is_dir() and len(finished_indices(round0)) >= 1, signal.SIGINT, tmp_path)
+    r = _run(argv)
+    assert r.returncode == 0, r.stderr
+    assert (out / "policy.pt").is_file() and len(finished_indices(round0)) == 12
+
+
+def test_eval_interrupted(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.pt"
+    Policy(device="cpu").save(policy)
+    out = tmp_path / "eval"
+    argv = ["eval", "--policy", str(policy), "--masks", "gt", "--episodes", "200", "--conditions", "nominal",
+            "--out", str(out), "--workers", "2", "--quiet"]
+    started = time.monotonic()
+    _interrupt(argv, lambda: time.monotonic() - started > 8, signal.SIGTERM, tmp_path)
+    assert not (out / "eval.json").exists()
+
+
+def test_train_vision_interrupted(tmp_path: Path) -> None:
+    out = tmp_path / "vision"
+    argv = ["train-vision", "--out", str(out), "--steps", "5000", "--batch-size", "4", "--width", "8",
+            "--val-every", "1000", "--workers", "1", "--device", "cpu", "--no-progress"]
+    _interrupt(argv, lambda: (out / "composites.png").is_file(), signal.SIGINT, tmp_path)
+
+
+def test_pipeline_interrupted(tmp_path: Path) -> None:
+    out = tmp_path / "pipeline"
+    demos = out / "demos"
+    argv = ["pipeline", "--out", str(out)]
+    _interrupt(argv, lambda: demos.is_dir() and len(finished_indices(demos)) >= 1, signal.SIGINT, tmp_path)
