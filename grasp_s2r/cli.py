@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dagger": ("grasp_s2r.control.cli_dagger", "train the closed-loop controller with DAgger"),
     "eval": ("grasp_s2r.control.cli_eval", "end-to-end success (RGB -> mask -> action) on named conditions"),
     "pipeline": ("grasp_s2r.pipeline", "collect -> train-vision -> dagger -> eval on the small default"),
+    "export": ("grasp_s2r.export", "write a dataset or DAgger run as a LeRobotDataset or robomimic HDF5 file"),
 }
 
 

@@ -40,6 +40,7 @@ ARTIFACT_KINDS = {
     "dagger-run": "a DAgger run (grasp-s2r dagger)",
     "eval-report": "an end-to-end evaluation (grasp-s2r eval)",
     "pipeline": "a pipeline run (grasp-s2r pipeline)",
+    "export": "a dataset export (grasp-s2r export)",
 }
 """Kind -> what it is, for messages."""
 _LEGACY_SIGNATURES = (  # folders written before markers existed: (kind, file, its "format" field or None)

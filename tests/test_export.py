@@ -1,0 +1,218 @@
+"""``grasp-s2r export``: robomimic HDF5 and LeRobotDataset v2.1 read back with their formats' own readers."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grasp_s2r.data.episodes import EpisodeDataset, init_dataset, write_episode
+from grasp_s2r.expert.fsm import Expert
+from grasp_s2r.export import INSTALL_HINT, export_lerobot, export_robomimic, read_source
+from grasp_s2r.sim.config import EnvConfig, SceneConfig
+from grasp_s2r.sim.env import PROPRIO_NAMES, STATE_NAMES, GraspEnv
+
+h5py = pytest.importorskip("h5py")
+pq = pytest.importorskip("pyarrow.parquet")
+
+CLI = [sys.executable, "-m", "grasp_s2r"]
+ENV = EnvConfig(scene=SceneConfig(max_episode_steps=20))
+
+
+def _episode(env: GraspEnv, seed: int) -> tuple[dict[str, np.ndarray], dict]:
+    expert, r = Expert(env.config.scene), env.reset(seed)
+    steps: dict[str, list] = {k: [] for k in ("rgb", "sphere_mask", "gripper_mask", "proprio", "action", "phase",
+                                              "state")}
+    while not (r.terminated or r.truncated):
+        a, phase = expert.act(env.privileged())
+        for k, v in (("rgb", r.frame.rgb), ("sphere_mask", r.frame.sphere_mask),
+                     ("gripper_mask", r.frame.gripper_mask), ("proprio", r.proprio),
+                     ("action", a.astype(np.float32)), ("phase", np.int8(phase)), ("state", env.get_state())):
+            steps[k].append(v)
+        r = env.step(a)
+    arrays = {k: np.stack(v) for k, v in steps.items()}
+    return arrays, {"seed": seed, "length": len(arrays["action"]), "success": bool(r.success)}
+
+
+def _write(root: Path, kind: str, config: dict, episodes: list[tuple[dict, dict]]) -> Path:
+    from grasp_s2r.data.episodes import feature_schema
+
+    init_dataset(root, config, feature_schema(episodes[0][0]), kind)
+    for i, (arrays, info) in enumerate(episodes):
+        write_episode(root, i, arrays, info)
+    return root
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    """A collect-like dataset (3 expert episodes) and a DAgger run folder of 2 rounds (2 + 1 episodes)."""
+    base = tmp_path_factory.mktemp("export")
+    with GraspEnv(ENV) as env:
+        eps = [_episode(env, s) for s in (3, 4, 5)]
+    demos = _write(base / "demos", "expert-demonstrations", {"seed": 3, "env": ENV.to_dict()}, eps)
+    run = base / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"format": "grasp_s2r.dagger-run"}))
+    for r, chunk in ((0, eps[:2]), (1, eps[2:])):
+        rounds = []
+        for arrays, info in chunk:
+            a = {k: v for k, v in arrays.items() if k != "gripper_mask"}
+            n = len(a["action"])
+            learner = np.full((n, 4), np.nan, np.float32) if r == 0 else a["action"] * 0.5
+            a |= {"input_mask": a["sphere_mask"][::-1].copy(), "learner_action": learner,
+                  "executed_action": a["action"], "from_expert": np.arange(n) % 2 == r}
+            rounds.append((a, {**info, "beta": 1.0 - r}))
+        _write(run / f"round-{r:03d}", "dagger-round", {"run": {"env": ENV.to_dict()}, "round": r}, rounds)
+    return {"demos": demos, "run": run, "eps": eps}
+
+
+def test_robomimic_reads_back_with_h5py_as_robomimic_does(sources, tmp_path):
+    out = tmp_path / "demos.hdf5"
+    res = export_robomimic(read_source(sources["demos"]), out)
+    eps = sources["eps"]
+    assert res == {"episodes": 3, "frames": sum(len(a["action"]) for a, _ in eps), "out": str(out)}
+    with h5py.File(out, "r") as f:
+        data = f["data"]
+        demos = sorted(data.keys(), key=lambda k: int(k[5:]))  # robomimic's own ordering of demo keys
+        assert demos == ["demo_0", "demo_1", "demo_2"] and data.attrs["total"] == res["frames"]
+        env_args = json.loads(data.attrs["env_args"])
+        assert env_args["env_name"] == "grasp_s2r/Grasp-v0" and env_args["env_type"] == 2
+        assert env_args["env_kwargs"] == {} and env_args["grasp_s2r"]["env"] == json.loads(json.dumps(ENV.to_dict()))
+        assert env_args["grasp_s2r"]["proprio_names"] == list(PROPRIO_NAMES)
+        for name, (arrays, info) in zip(demos, eps):
+            d, n = data[name], len(arrays["action"])
+            assert d.attrs["num_samples"] == n
+            np.testing.assert_array_equal(d["obs/robot0_eye_in_hand_image"][()], arrays["rgb"])
+            np.testing.assert_array_equal(d["obs/proprio"][()], arrays["proprio"])
+            np.testing.assert_array_equal(d["obs/sphere_mask"][()], arrays["sphere_mask"])
+            np.testing.assert_array_equal(d["actions"][()], arrays["action"])
+            np.testing.assert_array_equal(d["states"][()], arrays["state"])
+            assert d["states"].shape == (n, len(STATE_NAMES))
+            assert d["dones"][()].tolist() == [0] * (n - 1) + [1]
+            assert d["rewards"][()].tolist() == [0.0] * (n - 1) + [float(info["success"])]
+            assert "next_obs" not in d
+        assert [k.decode() for k in f["mask/train"][()]] + [k.decode() for k in f["mask/valid"][()]] == \
+            ["demo_1", "demo_2", "demo_0"]
+        assert len(f["mask/success"][()]) == sum(info["success"] for _, info in eps)
+
+
+def _lerobot_rows(out: Path, info: dict) -> list:
+    tables = []
+    for ep in range(info["total_episodes"]):
+        path = out / info["data_path"].format(episode_chunk=ep // info["chunks_size"], episode_index=ep)
+        tables.append(pq.read_table(path))
+    return tables
+
+
+def test_lerobot_folder_follows_the_v2_1_layout_and_reads_back(sources, tmp_path):
+    from PIL import Image
+
+    out = tmp_path / "lerobot"
+    res = export_lerobot(read_source(sources["demos"]), out)
+    eps = sources["eps"]
+    info = json.loads((out / "meta" / "info.json").read_text())
+    required = {"codebase_version", "robot_type", "total_episodes", "total_frames", "total_tasks", "total_videos",
+                "total_chunks", "chunks_size", "fps", "splits", "data_path", "video_path", "features"}
+    assert required <= set(info) and info["codebase_version"] == "v2.1" and info["fps"] == 10.0
+    assert info["total_episodes"] == 3 and info["total_frames"] == res["frames"] and info["splits"] == {"train": "0:3"}
+    feats = info["features"]
+    for k in ("timestamp", "frame_index", "episode_index", "index", "task_index"):
+        assert feats[k]["shape"] == [1]
+    assert feats["observation.images.wrist"] == {"dtype": "image", "shape": [64, 64, 3],
+                                                 "names": ["height", "width", "channel"]}
+    assert feats["observation.state"]["names"] == list(PROPRIO_NAMES) and feats["action"]["shape"] == [4]
+    episodes = [json.loads(line) for line in (out / "meta" / "episodes.jsonl").read_text().splitlines()]
+    assert [e["length"] for e in episodes] == [len(a["action"]) for a, _ in eps]
+    assert json.loads((out / "meta" / "tasks.jsonl").read_text()) == {"task_index": 0, "task": episodes[0]["tasks"][0]}
+    stats = [json.loads(line) for line in (out / "meta" / "episodes_stats.jsonl").read_text().splitlines()]
+    assert set(stats[0]["stats"]) == set(feats) and np.shape(stats[0]["stats"]["observation.images.wrist"]["mean"]) \
+        == (3, 1, 1)
+    assert set(json.loads((out / "meta" / "stats.json").read_text())) == set(feats)
+    start = 0
+    for ep, (table, (arrays, info_ep)) in enumerate(zip(_lerobot_rows(out, info), eps)):
+        assert set(table.column_names) == set(feats)
+        cols = table.to_pydict()
+        n = len(arrays["action"])
+        rgb = np.stack([np.asarray(Image.open(io.BytesIO(c["bytes"]))) for c in cols["observation.images.wrist"]])
+        np.testing.assert_array_equal(rgb, arrays["rgb"])
+        np.testing.assert_array_equal(np.array(cols["observation.state"], np.float32), arrays["proprio"])
+        np.testing.assert_array_equal(np.array(cols["action"], np.float32), arrays["action"])
+        np.testing.assert_array_equal(np.array(cols["sim.state"]), arrays["state"])
+        assert cols["frame_index"] == list(range(n)) and cols["episode_index"] == [ep] * n
+        assert cols["index"] == list(range(start, start + n)) and cols["task_index"] == [0] * n
+        np.testing.assert_allclose(cols["timestamp"], np.arange(n) / info["fps"], atol=1e-6)
+        assert cols["next.done"] == [False] * (n - 1) + [True]
+        assert cols["next.success"][-1] == info_ep["success"]
+        start += n
+
+
+def test_lerobot_parquet_decodes_with_hf_datasets_as_lerobot_loads_it(sources, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    out = tmp_path / "lerobot"
+    export_lerobot(read_source(sources["demos"]), out)
+    ds = datasets.load_dataset("parquet", data_dir=str(out / "data"), split="train", cache_dir=str(tmp_path / "hf"))
+    assert isinstance(ds.features["observation.images.wrist"], datasets.Image)
+    first = ds[0]
+    np.testing.assert_array_equal(np.asarray(first["observation.images.wrist"]), sources["eps"][0][0]["rgb"][0])
+    np.testing.assert_allclose(first["observation.state"], sources["eps"][0][0]["proprio"][0])
+    assert len(ds) == json.loads((out / "meta" / "info.json").read_text())["total_frames"]
+
+
+def test_a_dagger_run_exports_every_round_in_order_with_the_learner_actions(sources, tmp_path):
+    src = read_source(sources["run"])
+    assert src.kind == "dagger-run" and [label for label, _ in src.episodes] == [
+        "round-000/episode-000000", "round-000/episode-000001", "round-001/episode-000000"]
+    export_robomimic(src, tmp_path / "run.hdf5", next_obs=True)
+    with h5py.File(tmp_path / "run.hdf5", "r") as f:
+        d = f["data/demo_2"]
+        rnd = EpisodeDataset(sources["run"] / "round-001").episode(0)
+        np.testing.assert_array_equal(d["learner_actions"][()], rnd["learner_action"])
+        np.testing.assert_array_equal(d["obs/input_mask"][()], rnd["input_mask"])
+        np.testing.assert_array_equal(d["next_obs/proprio"][()][:-1], rnd["proprio"][1:])
+        assert d.attrs["source"] == "round-001/episode-000000"
+    export_lerobot(src, tmp_path / "lerobot")
+    info = json.loads((tmp_path / "lerobot" / "meta" / "info.json").read_text())
+    assert {"learner_action", "executed_action", "from_expert"} <= set(info["features"])
+    stats = (tmp_path / "lerobot" / "meta" / "episodes_stats.jsonl").read_text()
+    assert "NaN" not in stats  # round 0's learner actions are NaN: stats stay valid JSON
+    cols = _lerobot_rows(tmp_path / "lerobot", info)[0].to_pydict()
+    assert np.isnan(np.array(cols["learner_action"])).all()
+
+
+def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, check=False, **kw)
+
+
+def test_cli_exports_refuses_what_it_must_not_overwrite_and_says_so_in_one_line(sources, tmp_path):
+    out = tmp_path / "x.hdf5"
+    ok = _cli("export", str(sources["demos"]), "--format", "robomimic", "--out", str(out))
+    assert ok.returncode == 0 and "3 episodes" in ok.stdout, ok.stderr
+    again = _cli("export", str(sources["demos"]), "--format", "robomimic", "--out", str(out))
+    assert again.returncode == 2 and "--overwrite" in again.stderr and len(again.stderr.splitlines()) == 1
+    assert _cli("export", str(sources["demos"]), "--format", "robomimic", "--out", str(out), "--overwrite").returncode == 0
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    bad = _cli("export", str(sources["demos"]), "--format", "lerobot", "--out", str(foreign), "--overwrite")
+    assert bad.returncode == 2 and "untouched" in bad.stderr and (foreign / "notes.txt").read_text() == "keep me"
+    lerobot = tmp_path / "lr"
+    assert _cli("export", str(sources["run"]), "--format", "lerobot", "--out", str(lerobot)).returncode == 0
+    assert _cli("export", str(sources["run"]), "--format", "lerobot", "--out", str(lerobot), "--overwrite").returncode == 0
+    assert not list(tmp_path.glob(".tmp-*")), "no temporary file or folder is left behind"
+    nodata = _cli("export", str(tmp_path), "--format", "lerobot", "--out", str(tmp_path / "y"))
+    assert nodata.returncode == 2 and "neither an episode dataset" in nodata.stderr
+
+
+def test_without_h5py_or_pyarrow_the_command_names_the_extra_to_install(sources, tmp_path):
+    for fmt, module in (("robomimic", "h5py"), ("lerobot", "pyarrow")):
+        code = (f"import sys; sys.modules[{module!r}] = None; from grasp_s2r.cli import main; "
+                f"sys.exit(main(['export', {str(sources['demos'])!r}, '--format', {fmt!r}, '--out', "
+                f"{str(tmp_path / fmt)!r}]))")
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+        assert res.returncode == 2 and INSTALL_HINT in res.stderr and len(res.stderr.splitlines()) == 1, res.stderr
+        assert not (tmp_path / fmt).exists()
