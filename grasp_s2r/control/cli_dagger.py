@@ -9,6 +9,7 @@ from grasp_s2r.control.backend import add_backend_arguments, backend_from_args
 from grasp_s2r.control.dagger import BETA_SCHEDULES, DaggerConfig, control_env_config
 from grasp_s2r.control.policy import PolicyConfig
 from grasp_s2r.control.train import TrainConfig
+from grasp_s2r.tblog import add_tensorboard_argument
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -65,6 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--camera-jitter-deg", type=float, default=None,
                    help="per-episode camera look-at jitter (default: the controller's calibration tolerance, 0.5)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_tensorboard_argument(p)
     add_env_arguments(p)
 
 
@@ -100,11 +102,12 @@ def run(args: argparse.Namespace) -> int:
     from grasp_s2r.control.dagger import run_dagger
     from grasp_s2r.control.rollout import VisionUnavailable
     from grasp_s2r.data.episodes import DatasetError
+    from grasp_s2r.tblog import TensorBoardUnavailable, resolve_logdir
 
     cfg = config_from_args(args)
     try:
-        result = run_dagger(cfg, progress=not args.quiet)
-    except (VisionUnavailable, DatasetError, FileNotFoundError, BackendUnavailable) as e:
+        result = run_dagger(cfg, progress=not args.quiet, tensorboard=resolve_logdir(args.tensorboard, cfg.out))
+    except (VisionUnavailable, DatasetError, FileNotFoundError, BackendUnavailable, TensorBoardUnavailable) as e:
         raise UsageError(str(e)) from None
     except ValueError as e:
         if "another config" in str(e) or "format" in str(e):

@@ -54,6 +54,7 @@ from grasp_s2r.data.episodes import EpisodeDataset, finished_indices, init_datas
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import wilson_interval
+from grasp_s2r.tblog import TBLogger
 
 RUN_FORMAT = "grasp_s2r.dagger-run"
 RUN_FORMAT_VERSION = 1
@@ -369,13 +370,14 @@ def completed_rows(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
-    """Run (or resume) DAgger in ``cfg.out``; returns the learning curve of all completed rounds."""
-    with ArtifactFolder(Path(cfg.out), "dagger-run"):
-        return _run_dagger(cfg, progress)
+def run_dagger(cfg: DaggerConfig, progress: bool = True, tensorboard: Path | None = None) -> DaggerResult:
+    """Run (or resume) DAgger in ``cfg.out``; returns the learning curve of all completed rounds.
+    ``tensorboard``: a folder for TensorBoard logs of each round (``tblog``)."""
+    with ArtifactFolder(Path(cfg.out), "dagger-run"), TBLogger(tensorboard) as tb:
+        return _run_dagger(cfg, progress, tb)
 
 
-def _run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
+def _run_dagger(cfg: DaggerConfig, progress: bool = True, tb: TBLogger | None = None) -> DaggerResult:
     out = Path(cfg.out)
     _check_run_folder(out, cfg)
     torch.set_num_threads(cfg.torch_threads)
@@ -392,6 +394,8 @@ def _run_dagger(cfg: DaggerConfig, progress: bool = True) -> DaggerResult:
                      f"beta, {cfg.eval_episodes} eval episodes ({', '.join(cfg.eval_conditions)})")
             plot_curve(rows, out / "curve.png", title=title, config=cfg.to_dict())
             tqdm.write(summary_line(rows[-1], cfg.rounds))
+            if tb is not None:
+                tb.dagger_round(rows[-1], run.round_dir(r))
     if not rows:
         raise RuntimeError("no round completed")
     best = best_round(rows)

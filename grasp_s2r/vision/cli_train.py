@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grasp_s2r.cli import UsageError, positive_int, torch_device
+from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
 from grasp_s2r.vision.backgrounds import BackgroundError
 from grasp_s2r.vision.model import ARCHITECTURES
 
@@ -61,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="set the final threshold where precision = recall on N validation composites "
                              "(default 0: keep 0.5)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    add_tensorboard_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -132,8 +134,8 @@ def run(args: argparse.Namespace) -> int:
             dice_per_image=args.dice_per_image, calibration_images=args.calibration_images,
         )
         final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device, amp=args.amp,
-                      progress=not args.no_progress)
-    except (TrainError, BackgroundError) as e:
+                      progress=not args.no_progress, tensorboard=resolve_logdir(args.tensorboard, args.out))
+    except (TrainError, BackgroundError, TensorBoardUnavailable) as e:
         raise UsageError(str(e)) from None
     print(f"train-vision: wrote {final} (curve: {args.out / 'curve.png'}, composites: {args.out / 'composites.png'})")
     return 0

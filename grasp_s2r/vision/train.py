@@ -28,6 +28,7 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from grasp_s2r.files import ArtifactFolder, atomic_write
+from grasp_s2r.tblog import TBLogger
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.calibrate import calibrate_checkpoint
 from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for, make_composites
@@ -204,20 +205,23 @@ def _load_initial_weights(model: torch.nn.Module, cfg: TrainConfig) -> None:
 
 
 def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
-          device: torch.device | None = None, amp: str = "auto", progress: bool = True) -> Path:
+          device: torch.device | None = None, amp: str = "auto", progress: bool = True,
+          tensorboard: Path | None = None) -> Path:
     """Train (or resume) into ``out_dir``; returns the path of the final ``model.pt``.
 
     ``device`` and ``amp`` (bf16 mixed precision, see :func:`resolve_amp`) are runtime choices: a run
-    may be resumed on another device or precision.
+    may be resumed on another device or precision. ``tensorboard``: a folder for TensorBoard logs (``tblog``).
     """
-    with ArtifactFolder(Path(out_dir), "vision-run"):
+    with ArtifactFolder(Path(out_dir), "vision-run"), TBLogger(tensorboard) as tb:
         return _train(cfg, out_dir, resume=resume, backgrounds_dir=backgrounds_dir, device=device, amp=amp,
-                      progress=progress)
+                      progress=progress, tb=tb)
 
 
 def _train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
-          device: torch.device | None = None, amp: str = "auto", progress: bool = True) -> Path:
+          device: torch.device | None = None, amp: str = "auto", progress: bool = True,
+          tb: TBLogger | None = None) -> Path:
     out_dir = Path(out_dir)
+    tb = tb or TBLogger(None)
     device = device or default_device()
     use_amp = resolve_amp(amp, device)
     latest = out_dir / "checkpoint-latest.pt"
@@ -258,6 +262,7 @@ def _train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds
         elapsed0 = history[-1]["elapsed_s"] if history else 0.0
     else:
         save_composite_grid([train_set.sample(i) for i in range(32)], out_dir / "composites.png")
+        tb.image_file("train/composites", out_dir / "composites.png", step)
     (out_dir / "config.json").write_text(json.dumps(run_cfg, indent=2, sort_keys=True))
 
     def checkpoint(with_optimizer: bool) -> dict[str, Any]:
@@ -292,8 +297,11 @@ def _train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds
         losses.append(loss.item())
         step += 1
         bar.update(1)
+        tb.scalars(step, {"train/loss": losses[-1], "train/lr": optimizer.param_groups[0]["lr"]})
         if step % cfg.val_every == 0 or step == cfg.steps:
-            m = pixel_metrics(predict_masks(model, val_images, device), val_masks)
+            pred = predict_masks(model, val_images, device)
+            m = pixel_metrics(pred, val_masks)
+            tb.validation(step, m, val_images, pred, val_masks)
             history.append({"step": step, "elapsed_s": round(elapsed0 + time.perf_counter() - t0, 2),
                             "lr": optimizer.param_groups[0]["lr"], "train_loss": float(np.mean(losses)),
                             "val_precision": m["precision"], "val_recall": m["recall"], "val_iou": m["iou"]})
