@@ -30,10 +30,10 @@ from grasp_s2r.control.rollout import EpisodeRecord, EpisodeRequest, GroundTruth
 from grasp_s2r.data.episodes import (
     DatasetError,
     EpisodeDataset,
+    EpisodeWriter,
     finished_indices,
     init_dataset,
     remove_partial,
-    write_episode,
 )
 from grasp_s2r.expert.fsm import ExpertConfig, Phase
 from grasp_s2r.files import ArtifactFolder
@@ -124,7 +124,7 @@ def _collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
 
     def write(rec: EpisodeRecord) -> None:
         index = todo[rec.info["request_index"]]
-        write_episode(root, index, {k: rec.arrays[k] for k in features}, {k: rec.info[k] for k in _INFO_KEYS})
+        writer.write(index, {k: rec.arrays[k] for k in features}, {k: rec.info[k] for k in _INFO_KEYS})
         tally["new"] += 1
         tally["success"] += rec.success
         bar.update(1)
@@ -134,7 +134,7 @@ def _collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
         # the one episode loop of the package, expert only (beta = 1), ground-truth masks (unused)
         requests = [EpisodeRequest(seed=cfg.seed + i, beta=1.0) for i in todo]
         try:
-            with open_runner(cfg.backend, cfg.env, workers, cfg.expert) as runner:
+            with EpisodeWriter(root) as writer, open_runner(cfg.backend, cfg.env, workers, cfg.expert) as runner:
                 runner.run(requests, None, GroundTruthMasks(), on_episode=write, progress=False)
         finally:
             bar.close()

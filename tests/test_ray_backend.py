@@ -28,7 +28,8 @@ SHORT = EnvConfig(scene=SceneConfig(max_episode_steps=30))
 @pytest.fixture(scope="module")
 def ray_runtime():
     """One local Ray runtime for the module (a runner joins it and leaves it running)."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+             _system_config={"worker_niceness": 0})
     yield
     ray.shutdown()
 
@@ -123,3 +124,22 @@ def test_ray_options_need_ray_backend(tmp_path: Path, capsys) -> None:
     rc = main(["collect", "--episodes", "1", "--ray-actors", "2", "--out", str(tmp_path / "d")])
     assert rc == 2 and "--backend ray" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()
+
+
+def test_dagger_on_ray_ships_segmenter_and_controller(tmp_path: Path, ray_runtime) -> None:
+    """Two rounds on 2 actors with predicted masks: the actors load the shipped segmenter and round 0's controller;
+    every episode lands once in the run folder, and the run resumes as a local one (the backend is not identity)."""
+    from grasp_s2r.control.dagger import DaggerConfig, control_env_config, run_dagger
+    from grasp_s2r.control.train import TrainConfig
+
+    env = control_env_config().replace(scene=SceneConfig(max_episode_steps=25))
+    cfg = DaggerConfig(out=str(tmp_path / "run"), rounds=2, episodes_per_round=4, eval_episodes=4, bc_baseline=False,
+                       workers=1, train=TrainConfig(steps=20, batch_size=32), env=env,
+                       backend=BackendConfig("ray", ray_actors=2))
+    result = run_dagger(cfg, progress=False)
+    assert [r["round"] for r in result.rows] == [0, 1]
+    for r in range(2):
+        assert finished_indices(tmp_path / "run" / f"round-{r:03d}") == [0, 1, 2, 3]
+    assert result.rows[1]["beta"] < 1  # round 1's rollouts ran the shipped controller on the actors
+    again = run_dagger(dataclasses.replace(cfg, rounds=3, backend=BackendConfig()), progress=False)
+    assert [r["round"] for r in again.rows] == [0, 1, 2]

@@ -50,7 +50,7 @@ from grasp_s2r.control.rollout import (
     rollout_features,
 )
 from grasp_s2r.control.train import TrainConfig, fit, load_labels
-from grasp_s2r.data.episodes import EpisodeDataset, finished_indices, init_dataset, remove_partial, write_episode
+from grasp_s2r.data.episodes import EpisodeDataset, EpisodeWriter, finished_indices, init_dataset, remove_partial
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import wilson_interval
@@ -254,13 +254,15 @@ class _Run:
         return self.out / "checkpoints" / f"{kind}-{r:03d}.pt"
 
     # --- data -------------------------------------------------------------------------------
-    def _writer(self, root: Path, config: dict[str, Any], kind: str, index_of: dict[int, int]):
+    def _rollouts_to(self, root: Path, config: dict[str, Any], kind: str, todo: list[int],
+                     requests: list[EpisodeRequest], policy: Policy | None, **run_kw: Any) -> list[EpisodeRecord]:
+        """Run ``requests`` (dataset indices ``todo``) and write each finished episode into the dataset ``root``."""
         init_dataset(root, config, rollout_features(self.cfg.env), kind)
         remove_partial(root)
-
-        def write(rec: EpisodeRecord) -> None:
-            write_episode(root, index_of[rec.info["request_index"]], rec.arrays, rec.info)
-        return write
+        with EpisodeWriter(root) as writer:
+            return self.pool.run(requests, policy, self.masks, progress=self.progress, **run_kw,
+                                 on_episode=lambda rec: writer.write(todo[rec.info["request_index"]], rec.arrays,
+                                                                     rec.info))
 
     def collect_round(self, r: int, beta: float, policy: Policy | None) -> float:
         """Roll out the missing episodes of round r into ``round-NNN/``; returns env steps per second."""
@@ -271,12 +273,11 @@ class _Run:
                          self.cfg.episodes_per_round, ROUND_KIND, self.progress)
             return float("nan")
         todo = sorted(set(range(self.cfg.episodes_per_round)) - set(finished_indices(root) if root.is_dir() else []))
-        write = self._writer(root, config, ROUND_KIND, dict(enumerate(todo)))
         requests = [self.train_request(seeds.dagger_train_seed(r, i), beta) for i in todo]
         t0 = time.perf_counter()
         cutoff = self.cfg.blind_cutoff_steps if beta < 1 and self.cfg.blind_cutoff_steps > 0 else None
-        recs = self.pool.run(requests, policy, self.masks, on_episode=write, progress=self.progress,
-                             desc=f"round {r} rollouts (beta {beta:.2f})", max_blind_steps=cutoff)
+        recs = self._rollouts_to(root, config, ROUND_KIND, todo, requests, policy,
+                                 desc=f"round {r} rollouts (beta {beta:.2f})", max_blind_steps=cutoff)
         return sum(rec.length for rec in recs) / max(time.perf_counter() - t0, 1e-9)
 
 
@@ -291,10 +292,9 @@ class _Run:
         while have < n_labels:
             n_eps = int(np.ceil((n_labels - have) / 12.0)) + 1  # an expert episode is ~14 steps
             todo = [i for i in range(len(done) + n_eps) if i not in done][:n_eps]  # fills gaps left by a kill
-            write = self._writer(root, {"run": self.cfg.identity()}, BC_KIND, dict(enumerate(todo)))
             requests = [self.train_request(seeds.BC_EXPERT_BASE + i, 1.0) for i in todo]
-            recs = self.pool.run(requests, None, self.masks, on_episode=write, progress=self.progress,
-                                 desc="BC expert episodes")
+            recs = self._rollouts_to(root, {"run": self.cfg.identity()}, BC_KIND, todo, requests, None,
+                                     desc="BC expert episodes")
             have += sum(rec.length for rec in recs)
             done |= set(todo)
         return [self.round_dir(0), root]

@@ -89,10 +89,12 @@ class _NodeRunner:
                     self._cache[key] = make_mask_source("predicted", str(path))
         return self._cache[key]
 
-    def run_shard(self, indexed: list[tuple[int, EpisodeRequest]], record: list[bool], policy: tuple | None,
-                  masks: tuple | None, max_blind_steps: int | None) -> list[EpisodeRecord]:
-        pol = self._load("policy", f"policy-{policy[0]}", policy[1]) if policy else None
-        msk = self._load("masks", f"masks-{masks[0]}", masks[1]) if masks else GroundTruthMasks()
+    def run_shard(self, indexed: list[tuple[int, EpisodeRequest]], record: list[bool], policy_key: str,
+                  policy_blob: bytes | None, masks_key: str, masks_blob: bytes | None,
+                  max_blind_steps: int | None) -> list[EpisodeRecord]:
+        """Run a shard; the checkpoint bytes arrive as top-level arguments (Ray resolves those object refs)."""
+        pol = self._load("policy", f"policy-{policy_key}", policy_blob) if policy_blob is not None else None
+        msk = self._load("masks", f"masks-{masks_key}", masks_blob) if masks_blob is not None else GroundTruthMasks()
         recs = self.pool.run([r for _, r in indexed], pol, msk, record=lambda i: record[i], progress=False,
                              max_blind_steps=max_blind_steps)
         for (index, _), rec in zip(indexed, recs, strict=True):
@@ -117,8 +119,8 @@ class RayRunner:
             try:
                 if address:
                     ray.init(address=address, **kw)
-                else:
-                    ray.init(num_cpus=max(os.cpu_count() or 1, n_actors), **kw)
+                else:  # Ray lowers its workers' priority (niceness 15) by default: the env steps are the job here
+                    ray.init(num_cpus=max(os.cpu_count() or 1, n_actors), _system_config={"worker_niceness": 0}, **kw)
             except (ConnectionError, RuntimeError, ValueError) as e:
                 where = f"the Ray cluster at {address!r}" if address else "a local Ray runtime"
                 raise BackendUnavailable(f"cannot start {where}: {str(e).splitlines()[0]}") from None
@@ -162,8 +164,10 @@ class RayRunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _ship(self, policy: Policy | None, masks: MaskSource) -> tuple[tuple | None, tuple | None]:
-        pol = msk = None
+    def _ship(self, policy: Policy | None, masks: MaskSource) -> list[Any]:
+        """[policy key, policy bytes ref, masks key, masks bytes ref] (None refs: no policy; ground-truth masks)."""
+        pol: tuple[str, Any] = ("", None)
+        msk: tuple[str, Any] = ("", None)
         if policy is not None:
             blob = _policy_bytes(policy)
             pol = (hashlib.sha1(blob).hexdigest(), self.ray.put(blob))
@@ -174,7 +178,7 @@ class RayRunner:
                                  "mask source has none (make it with make_mask_source)")
             blob = Path(checkpoint).read_bytes()
             msk = (hashlib.sha1(blob).hexdigest(), self.ray.put(blob))
-        return pol, msk
+        return [*pol, *msk]
 
     def run(
         self, requests: Sequence[EpisodeRequest], policy: Policy | None, masks: MaskSource, *,
@@ -186,7 +190,7 @@ class RayRunner:
         if policy is None and any(r.beta < 1 for r in requests):
             raise ValueError("a policy is needed for episodes with beta < 1")
         ray, n = self.ray, len(requests)
-        pol, msk = self._ship(policy, masks)
+        models = self._ship(policy, masks)
         size = max(1, math.ceil(n / (SHARDS_PER_ACTOR * len(self.actors))))
         shards = deque(list(range(i, min(i + size, n))) for i in range(0, n, size))
         out: list[EpisodeRecord | None] = [None] * n
@@ -199,7 +203,7 @@ class RayRunner:
                 while shards and idle:
                     actor, shard = idle.pop(), shards.popleft()
                     ref = actor.run_shard.remote([(i, requests[i]) for i in shard], [record(i) for i in shard],
-                                                 pol, msk, max_blind_steps)
+                                                 *models, max_blind_steps)
                     inflight[ref] = (actor, shard)
                 ready, _ = ray.wait(list(inflight), num_returns=1)
                 actor, shard = inflight.pop(ready[0])

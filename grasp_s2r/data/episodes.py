@@ -19,10 +19,12 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -120,6 +122,60 @@ def write_episode(root: Path, index: int, arrays: Mapping[str, np.ndarray], info
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+class EpisodeWriter:
+    """:func:`write_episode` on background threads, so that the loop producing episodes keeps stepping its envs
+    while the files are written and fsync'd (fsync dominates and releases the GIL).
+
+    At most ``max_pending`` episodes wait in memory (``write`` blocks beyond that): memory stays flat however
+    long the run. A failed write is raised by the next ``write`` or by ``close``. Leaving the ``with`` block
+    waits for the writes in progress; on an exception (e.g. Ctrl-C) the ones not yet started are dropped
+    (they are re-run on resume) and a half-written one is never visible (see :func:`write_episode`).
+    """
+
+    def __init__(self, root: Path, threads: int = 4, max_pending: int = 16):
+        self.root = Path(root)
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="episode-writer")
+        self._slots = threading.BoundedSemaphore(max_pending)
+        self._error: BaseException | None = None
+        self.written = 0
+
+    def write(self, index: int, arrays: Mapping[str, np.ndarray], info: dict[str, Any]) -> None:
+        self._raise_if_failed()
+        self._slots.acquire()
+        try:
+            future = self._pool.submit(write_episode, self.root, index, arrays, info)
+        except BaseException:
+            self._slots.release()
+            raise
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future) -> None:
+        self._slots.release()
+        if future.cancelled():
+            return
+        if future.exception() is not None:
+            self._error = self._error or future.exception()
+        else:
+            self.written += 1
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def close(self, cancel: bool = False) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=cancel)
+        self._raise_if_failed()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def remove_partial(root: Path) -> int:
