@@ -36,8 +36,8 @@ def _interrupt(argv: list[str], ready: Callable[[], bool], sig: int, tmp: Path, 
     """Start ``grasp-s2r ARGV`` in its own process group, wait for ``ready()``, send ``sig`` to the whole group;
     check exit code, timing, and that no process of the group survives; returns stderr."""
     err_path = tmp / "stderr.txt"
-    with open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "grasp_s2r.cli", *argv], stdout=subprocess.DEVNULL,
+    with open(err_path, "wb") as err, open(tmp / "stdout.txt", "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "grasp_s2r.cli", *argv], stdout=out,
                                 stderr=err, start_new_session=True)
         pgid = proc.pid
         deadline = time.monotonic() + timeout_s
@@ -108,11 +108,22 @@ def test_eval_interrupted(tmp_path: Path) -> None:
     assert not (out / "eval.json").exists()
 
 
-def test_train_vision_interrupted(tmp_path: Path) -> None:
+def test_train_vision_interrupted_keeps_its_steps_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "vision"
-    argv = ["train-vision", "--out", str(out), "--steps", "5000", "--batch-size", "4", "--width", "8",
-            "--val-every", "1000", "--workers", "1", "--device", "cpu", "--no-progress"]
-    _interrupt(argv, lambda: (out / "composites.png").is_file(), signal.SIGINT, tmp_path)
+    argv = ["train-vision", "--out", str(out), "--steps", "300", "--batch-size", "4", "--width", "8",
+            "--val-every", "1000", "--workers", "1", "--device", "cpu", "--calibration-images", "0", "--no-progress"]
+    training_since: list[float] = []
+
+    def training() -> bool:  # a few seconds into the optimizer steps, before the first periodic checkpoint
+        if not training_since and "parameters on" in (tmp_path / "stdout.txt").read_text():
+            training_since.append(time.monotonic())
+        return bool(training_since) and time.monotonic() - training_since[0] > 3
+
+    _interrupt(argv, training, signal.SIGINT, tmp_path)
+    assert (out / "checkpoint-latest.pt").is_file(), "the interrupt did not keep the steps done"
+    r = _run([*argv, "--resume"])
+    assert r.returncode == 0, r.stderr
+    assert (out / "model.pt").is_file()
 
 
 def test_pipeline_interrupted(tmp_path: Path) -> None:

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from grasp_s2r.vision.dataset import BackgroundMix
 
 
-RESUME_HINT = ("the last checkpoint is kept (OUT/checkpoint-latest.pt): run the same command with --resume to "
-               "continue")
+RESUME_HINT = ("the steps done are kept (OUT/checkpoint-latest.pt, written on interrupt): run the same command "
+               "with --resume to continue")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/vision"), help="run folder (default: runs/vision)")

@@ -284,34 +284,40 @@ def _train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds
                disable=not progress)
     precision = "bf16 autocast" if use_amp else "fp32"
     print(f"train-vision: {count_parameters(model):,} parameters on {device} ({precision}), steps {step} -> {cfg.steps}")
-    for x, y in loader:
-        for group in optimizer.param_groups:
-            group["lr"] = cfg.lr * _lr_factor(step, cfg)
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_amp):
-            logits = model(x)
-        loss = segmentation_loss(logits.float(), y, cfg.dice_weight, cfg.dice_per_image)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        step += 1
-        bar.update(1)
-        tb.scalars(step, {"train/loss": losses[-1], "train/lr": optimizer.param_groups[0]["lr"]})
-        if step % cfg.val_every == 0 or step == cfg.steps:
-            pred = predict_masks(model, val_images, device)
-            m = pixel_metrics(pred, val_masks)
-            tb.validation(step, m, val_images, pred, val_masks)
-            history.append({"step": step, "elapsed_s": round(elapsed0 + time.perf_counter() - t0, 2),
-                            "lr": optimizer.param_groups[0]["lr"], "train_loss": float(np.mean(losses)),
-                            "val_precision": m["precision"], "val_recall": m["recall"], "val_iou": m["iou"]})
-            losses = []
-            bar.set_postfix(loss=f"{history[-1]['train_loss']:.3f}", P=f"{m['precision']:.3f}",
-                            R=f"{m['recall']:.3f}")
-            _write_curve_csv(history, out_dir / "curve.csv")
-            save_training_curve(history, out_dir / "curve.png")
-        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+    step_at_start = step
+    try:
+        for x, y in loader:
+            for group in optimizer.param_groups:
+                group["lr"] = cfg.lr * _lr_factor(step, cfg)
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_amp):
+                logits = model(x)
+            loss = segmentation_loss(logits.float(), y, cfg.dice_weight, cfg.dice_per_image)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            step += 1
+            bar.update(1)
+            tb.scalars(step, {"train/loss": losses[-1], "train/lr": optimizer.param_groups[0]["lr"]})
+            if step % cfg.val_every == 0 or step == cfg.steps:
+                pred = predict_masks(model, val_images, device)
+                m = pixel_metrics(pred, val_masks)
+                tb.validation(step, m, val_images, pred, val_masks)
+                history.append({"step": step, "elapsed_s": round(elapsed0 + time.perf_counter() - t0, 2),
+                                "lr": optimizer.param_groups[0]["lr"], "train_loss": float(np.mean(losses)),
+                                "val_precision": m["precision"], "val_recall": m["recall"], "val_iou": m["iou"]})
+                losses = []
+                bar.set_postfix(loss=f"{history[-1]['train_loss']:.3f}", P=f"{m['precision']:.3f}",
+                                R=f"{m['recall']:.3f}")
+                _write_curve_csv(history, out_dir / "curve.csv")
+                save_training_curve(history, out_dir / "curve.png")
+            if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+                write_checkpoint(checkpoint(with_optimizer=True), latest)
+    except KeyboardInterrupt:  # keep what was learned since the last periodic checkpoint; resume with --resume
+        if step > step_at_start:
             write_checkpoint(checkpoint(with_optimizer=True), latest)
+        raise
     bar.close()
     train_set.close()
     final = out_dir / "model.pt"
