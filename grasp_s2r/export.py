@@ -119,10 +119,13 @@ def _arrays(ep: Episode) -> dict[str, np.ndarray]:
 def _check_out(out: Path, fmt: str, overwrite: bool) -> None:
     if not out.exists():
         return
+    lerobot = fmt == "lerobot"
+    ours = out.is_dir() and folder_kind(out) == "export" if lerobot else out.is_file() and _is_our_hdf5(out)
+    if not ours:
+        raise ExportError(f"{out} exists and is not an earlier {fmt} export of grasp-s2r; it is left untouched: "
+                          "choose another --out")
     if not overwrite:
-        raise ExportError(f"{out} exists; pass --overwrite to replace an earlier export, or choose another --out")
-    if (fmt == "lerobot") != out.is_dir() or not (folder_kind(out) == "export" if out.is_dir() else _is_our_hdf5(out)):
-        raise ExportError(f"{out} is not an earlier {fmt} export of grasp-s2r; it is left untouched: choose another --out")
+        raise ExportError(f"{out} holds an earlier export; pass --overwrite to replace it, or choose another --out")
 
 
 def _is_our_hdf5(path: Path) -> bool:
