@@ -16,7 +16,7 @@ from grasp_s2r.cli import main
 from grasp_s2r.tblog import INSTALL_HINT
 
 pytest.importorskip("tensorboard")
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 TINY = ["--image-size", "32", "--batch-size", "4", "--width", "8", "--threads", "1", "--no-progress"]
 
