@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 import numpy as np
 from tqdm import tqdm
 
+from grasp_s2r.agent import SegmenterMasks, learner_step
 from grasp_s2r.control.conditions import Condition, EpisodeHooks
 from grasp_s2r.expert.fsm import Expert, ExpertConfig
 from grasp_s2r.sim.config import EnvConfig
@@ -109,18 +110,13 @@ class GroundTruthMasks:
         return np.asarray(gt_mask, dtype=bool)
 
 
-class PredictedMasks:
-    """The segmenter's masks: one batched forward pass over all workers' images."""
-
-    kind = "predicted"
+class PredictedMasks(SegmenterMasks):
+    """The segmenter's masks (``agent.SegmenterMasks``): one batched forward pass over all workers' images."""
 
     def __init__(self, segmenter: Any, checkpoint: Path | None = None):
-        self.segmenter = segmenter
+        super().__init__(segmenter)
         self.checkpoint = checkpoint
         """The file the segmenter was read from (what a remote backend ships to its actors)."""
-
-    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
-        return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
 
 
 def _observation(env: GraspEnv, expert: Expert, hooks: EpisodeHooks, result: Any) -> dict[str, Any]:
@@ -317,15 +313,12 @@ class RolloutPool:
             rgb = np.stack([obs[w]["rgb"] for w in ids])
             gt = np.stack([obs[w]["sphere_mask"] for w in ids])
             proprio = np.stack([obs[w]["proprio"] for w in ids])
-            # one batched segmenter call (if predicted) and one controller call for all workers
-            input_masks = masks(rgb, gt)
-            for j, w in enumerate(ids):
-                if active[w].length < active[w].request.blind_start_steps:
-                    input_masks[j] = False
-            learner = np.full((len(ids), ACTION_DIM), np.nan)
+            # the learner's step, the one GraspAgent runs (agent.learner_step): one batched segmenter call (if
+            # predicted) and one controller call for all workers
+            blank = np.array([active[w].length < active[w].request.blind_start_steps for w in ids])
             query = [j for j, w in enumerate(ids) if active[w].request.beta < 1]
-            if query:
-                learner[query] = policy.act(input_masks[query], proprio[query])
+            step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query)
+            input_masks, learner = step.masks, step.actions
             stopped = set()
             for j, w in enumerate(ids):
                 ep, o = active[w], obs[w]
