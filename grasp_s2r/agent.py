@@ -41,6 +41,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.sim.config import CameraConfig, EnvConfig, SceneConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
@@ -86,7 +87,7 @@ class LearnerStep:
 
 def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], policy: Any, rgb: np.ndarray,
                  proprio: np.ndarray, *, gt_mask: np.ndarray | None = None, blank: np.ndarray | None = None,
-                 query: Sequence[int] | None = None) -> LearnerStep:
+                 query: Sequence[int] | None = None, memory: np.ndarray | None = None) -> LearnerStep:
     """The learner's step for N observations: images -> masks -> (blanking) -> controller.
 
     ``masks``: a mask source, ``(rgb (N, H, W, 3) uint8, gt_mask (N, H, W) bool | None) -> bool (N, H, W)``
@@ -94,6 +95,8 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     ``act(masks (M, H, W) bool, proprio (M, 5)) -> (M, 4)`` (``control.policy.Policy``); it may be None when no
     row is queried. ``blank`` bool (N,): rows whose controller input is replaced by an empty mask (a simulated
     missed detection). ``query``: the rows the controller acts on (default: all); the others get NaN actions.
+    ``memory`` float32 (N, N_MEMORY): each row's episode memory (``control.memory.EpisodeMemory.features``), for a
+    controller with memory.
     """
     t0 = time.perf_counter()
     input_masks = np.array(masks(rgb, gt_mask), dtype=bool)  # a copy: blanking never touches the source
@@ -106,7 +109,8 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     if rows:
         if policy is None:
             raise ValueError("a policy is needed to act on queried rows")
-        actions[rows] = policy.act(input_masks[rows], np.asarray(proprio)[rows])
+        extra = {} if memory is None else {"memory": np.asarray(memory)[rows]}
+        actions[rows] = policy.act(input_masks[rows], np.asarray(proprio)[rows], **extra)
     t2 = time.perf_counter()
     return LearnerStep(masks=input_masks, actions=actions, mask_ms=1e3 * (t1 - t0),
                        control_ms=1e3 * (t2 - t1) if rows else 0.0)
@@ -210,6 +214,8 @@ class GraspAgent:
     """Actions since the last :meth:`reset`."""
     blind_steps: int = 0
     """Consecutive steps whose mask was empty (the sphere not seen): a real loop may stop after too many."""
+    memory: EpisodeMemory = field(default_factory=EpisodeMemory)
+    """The episode's memory (last sighting, motion since), read by a controller with memory; cleared by reset."""
 
     @classmethod
     def load(cls, segmenter: str | Path | None = None, controller: str | Path | None = None,
@@ -247,20 +253,28 @@ class GraspAgent:
         return self.env.scene
 
     def reset(self) -> None:
-        """Start an episode. The controller is memoryless (each action depends on the current image and proprio
-        only): this clears the step counters, and keeps the loop right if a later controller has memory."""
+        """Start an episode: clears the step counters and the episode memory (where the sphere was last seen)."""
         self.steps = 0
         self.blind_steps = 0
+        self.memory.reset()
 
     def act(self, rgb: np.ndarray, proprio: Sequence[float]) -> AgentStep:
-        """One image (H, W, 3) and proprio (5,) (SI units, ``PROPRIO_NAMES`` order) -> :class:`AgentStep`."""
-        step = self.act_batch(np.asarray(rgb)[None], np.asarray(proprio, dtype=np.float32)[None])[0]
+        """One image (H, W, 3) and proprio (5,) (SI units, ``PROPRIO_NAMES`` order) -> :class:`AgentStep`.
+
+        The action is taken to be executed as returned: it enters the episode memory (call :meth:`reset` at the
+        start of every episode)."""
+        p = np.asarray(proprio, dtype=np.float32)
+        step = self.act_batch(np.asarray(rgb)[None], p[None], memory=self.memory.features()[None])[0]
+        self.memory.update(step.mask, p, step.action)
         self.blind_steps = 0 if step.mask.any() else self.blind_steps + 1
         return step
 
-    def act_batch(self, rgb: np.ndarray | Sequence[np.ndarray], proprio: np.ndarray) -> AgentBatch:
+    def act_batch(self, rgb: np.ndarray | Sequence[np.ndarray], proprio: np.ndarray,
+                  memory: np.ndarray | None = None) -> AgentBatch:
         """N images (a sequence, or an array (N, H, W, 3)) and proprio (N, 5) -> :class:`AgentBatch`: one
-        segmenter and one controller forward pass (the batched runtime's :func:`learner_step`)."""
+        segmenter and one controller forward pass (the batched runtime's :func:`learner_step`). ``memory``
+        float32 (N, N_MEMORY): each row's ``EpisodeMemory.features()``, needed by a controller with memory (the
+        caller keeps one ``EpisodeMemory`` per stream and updates it with the executed action)."""
         t0 = time.perf_counter()
         proprio = np.asarray(proprio, dtype=np.float32)
         if proprio.ndim != 2 or proprio.shape[1] != len(PROPRIO_NAMES):
@@ -271,7 +285,10 @@ class GraspAgent:
         images = np.stack([fit_to_trained_view(im, self.camera, self.camera_vfov_deg) for im in rgb]) if len(rgb) \
             else np.zeros((0, self.camera.height_px, self.camera.width_px, 3), np.uint8)
         t1 = time.perf_counter()
-        out = learner_step(SegmenterMasks(self.segmenter), self.policy, images, proprio)
+        if memory is None and self.policy.cfg.memory:
+            raise AgentError("this controller has memory: act_batch needs memory=(N, N_MEMORY) features, one "
+                             "EpisodeMemory per stream (or use act, which keeps the agent's own)")
+        out = learner_step(SegmenterMasks(self.segmenter), self.policy, images, proprio, memory=memory)
         total = 1e3 * (time.perf_counter() - t0)
         self.steps += len(images)
         actions = out.actions

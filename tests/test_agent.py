@@ -23,6 +23,7 @@ from grasp_s2r.agent import (
 )
 from grasp_s2r.control import seeds
 from grasp_s2r.control.dagger import control_env_config
+from grasp_s2r.control.memory import episode_memory_features
 from grasp_s2r.control.policy import Policy, PolicyConfig
 from grasp_s2r.control.train import LabelSet, TrainConfig, fit
 from grasp_s2r.expert.fsm import Expert
@@ -82,17 +83,21 @@ def test_load_without_a_controller_names_the_command_that_makes_one(tmp_path):
 def _expert_labels(env: GraspEnv, segmenter: Segmenter, episodes: int) -> LabelSet:
     """Expert episodes (seeds 100..): the segmenter's masks of their images, proprio, the expert's actions."""
     expert = Expert(env.config.scene)
-    masks, proprio, actions = [], [], []
+    masks, proprio, actions, memory = [], [], [], []
     for i in range(episodes):
-        r, rgb = env.reset(100 + i), []
+        r, rgb, ep_proprio, ep_actions = env.reset(100 + i), [], [], []
         while not (r.terminated or r.truncated):
             a, _ = expert.act(env.privileged())
             rgb.append(r.frame.rgb)
-            proprio.append(r.proprio)
-            actions.append(a)
+            ep_proprio.append(r.proprio)
+            ep_actions.append(a)
             r = env.step(a)
         masks.append(segmenter.predict(np.stack(rgb)))
-    return LabelSet(np.concatenate(masks), np.stack(proprio).astype(np.float32), np.stack(actions).astype(np.float32))
+        memory.append(episode_memory_features(masks[-1], np.stack(ep_proprio), np.stack(ep_actions)))
+        proprio += ep_proprio
+        actions += ep_actions
+    return LabelSet(np.concatenate(masks), np.stack(proprio).astype(np.float32), np.stack(actions).astype(np.float32),
+                    np.concatenate(memory))
 
 
 @pytest.fixture(scope="module")

@@ -59,6 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--xyz-loss", choices=("l1", "mse"), default=t.xyz_loss, help="default %(default)s")
     p.add_argument("--cnn-channels", default="", metavar="C1,C2,...",
                    help="add a CNN branch over the pooled mask with these channels (default: mask moments only)")
+    p.add_argument("--memory", action="store_true",
+                   help="give the controller the episode's memory: where the sphere was last seen, motion since")
     p.add_argument("--seed", type=non_negative_int, default=d.seed,
                    help="network init and minibatches (default %(default)s)")
     p.add_argument("--camera-jitter-mm", type=float, default=None,
@@ -90,7 +92,7 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
             torch_threads=args.threads,
             seed=args.seed,
             train=TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=args.lr, xyz_loss=args.xyz_loss),
-            policy=dataclasses.replace(PolicyConfig(), channels=channels), env=env,
+            policy=dataclasses.replace(PolicyConfig(), channels=channels, memory=args.memory), env=env,
         )
     except ValueError as e:
         raise UsageError(str(e)) from None

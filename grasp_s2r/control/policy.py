@@ -9,7 +9,9 @@ Inputs (nothing else; no world position of the sphere, no RGB):
   computed inside the network's forward pass: sub-pixel position information that pooling loses;
 - proprioception, the subset ``PROPRIO_INPUTS`` of the env's ``proprio`` vector: TCP height above
   the table, finger gap, gripper command. Deliberately *not* the TCP's world x, y: the controller is
-  mask-relative, so it follows a sphere wherever it goes (moving target, displaced sphere).
+  mask-relative, so it follows a sphere wherever it goes (moving target, displaced sphere);
+- with ``PolicyConfig.memory``, the episode's memory (:mod:`grasp_s2r.control.memory`): where the sphere
+  was last seen and how the camera moved since, so that a lost sphere is looked for where it was.
 
 Output: action (N, 4) in [-1, 1] — TCP displacement x, y, z (tanh) and the gripper command (+1
 close / -1 open, from a logit). Trained by :mod:`grasp_s2r.control.train`.
@@ -29,6 +31,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from grasp_s2r import __version__
+from grasp_s2r.control.memory import N_MEMORY, N_MOMENTS
 from grasp_s2r.files import atomic_write
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
@@ -56,18 +59,17 @@ class PolicyConfig:
     """Output channels of the stride-2 3x3 conv layers; () keeps only the mask moments (no CNN)."""
     hidden: int = 256
     """Width of the MLP head that joins image features and proprioception."""
+    memory: bool = False
+    """Also read the episode's memory (``control.memory.EpisodeMemory``: last sighting, motion since)."""
 
     def __post_init__(self) -> None:
         if self.mask_hw_px < 8 or self.mask_hw_px % (2 ** len(self.channels)):
             raise ValueError(f"mask_hw_px must be >= 8 and divisible by 2**len(channels), got {self.mask_hw_px}")
 
 
-N_MOMENTS = 6
-"""visible, centroid x, centroid y (image coordinates in [-1, 1]), std x, std y, sqrt(area fraction)."""
-
-
 def mask_moments(mask: torch.Tensor) -> torch.Tensor:
-    """Moments of a mask (N, 1, H, W) in [0, 1] -> (N, N_MOMENTS); all zero where the mask is empty."""
+    """Moments of a mask (N, 1, H, W) in [0, 1] -> (N, N_MOMENTS); all zero where the mask is empty
+    (the definition of ``control.memory.mask_moments_np``, in torch inside the network)."""
     h, w = mask.shape[-2:]
     m = mask[:, 0]
     area = m.sum(dim=(1, 2))
@@ -89,7 +91,8 @@ def select_proprio(proprio: np.ndarray) -> np.ndarray:
 
 
 class ControllerNet(nn.Module):
-    """``forward(mask (N, 1, H, W) float, proprio (N, P)) -> (xyz (N, 3) in [-1, 1], grip_logit (N,))``.
+    """``forward(mask (N, 1, H, W) float, proprio (N, P), memory (N, N_MEMORY) | None) -> (xyz (N, 3) in [-1, 1],
+    grip_logit (N,))``.
 
     The mask may come at any resolution: moments are taken at full resolution, the CNN sees it
     max-pooled to ``cfg.mask_hw_px``.
@@ -107,15 +110,21 @@ class ControllerNet(nn.Module):
         side = cfg.mask_hw_px // 2 ** len(cfg.channels)
         n_feat = c_in * side * side if layers else 0
         self.head = nn.Sequential(
-            nn.Linear(n_feat + N_MOMENTS + len(PROPRIO_INPUTS), cfg.hidden), nn.ReLU(),
+            nn.Linear(n_feat + N_MOMENTS + len(PROPRIO_INPUTS) + (N_MEMORY if cfg.memory else 0), cfg.hidden),
+            nn.ReLU(),
             nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(), nn.Linear(cfg.hidden, ACTION_DIM),
         )
         lin = torch.linspace(-1.0, 1.0, cfg.mask_hw_px)
         yy, xx = torch.meshgrid(lin, lin, indexing="ij")
         self.register_buffer("coords", torch.stack([xx, yy])[None], persistent=False)
 
-    def forward(self, mask: torch.Tensor, proprio: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, mask: torch.Tensor, proprio: torch.Tensor,
+                memory: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         feats = [mask_moments(mask), proprio]
+        if self.cfg.memory:
+            if memory is None:
+                raise ValueError("this controller has memory: pass the episode memory features")
+            feats.append(memory)
         if self.cnn is not None:
             hw = self.cfg.mask_hw_px
             m = F.adaptive_max_pool2d(mask, hw) if mask.shape[-1] != hw or mask.shape[-2] != hw else mask
@@ -145,20 +154,28 @@ class Policy:
         self.device = torch.device(device) if device is not None else default_device()
         self.net = ControllerNet(self.cfg).to(self.device)
 
-    def tensors(self, masks: np.ndarray, proprio: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mask uint8 (N, 1, H, W), proprio inputs float32 (N, P)) on the device; the net takes ``mask.float()``."""
+    def tensors(self, masks: np.ndarray, proprio: np.ndarray,
+                memory: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(mask uint8 (N, 1, H, W), proprio inputs float32 (N, P), memory float32 (N, N_MEMORY) or None) on the
+        device; the net takes ``mask.float()``. The memory is used only by a controller with ``cfg.memory``."""
         m = torch.from_numpy(np.ascontiguousarray(masks, dtype=np.uint8)).to(self.device)
         p = torch.from_numpy(select_proprio(proprio)).to(self.device)
-        return m[:, None], p
+        mem = None
+        if self.cfg.memory:
+            if memory is None:
+                raise ValueError("this controller has memory: pass the episode memory features (N, N_MEMORY)")
+            mem = torch.from_numpy(np.ascontiguousarray(memory, dtype=np.float32)).to(self.device)
+        return m[:, None], p, mem
 
     @torch.no_grad()
-    def act(self, masks: np.ndarray, proprio: np.ndarray) -> np.ndarray:
-        """One batched forward pass; float64 (N, 4) actions (gripper exactly +-1)."""
+    def act(self, masks: np.ndarray, proprio: np.ndarray, memory: np.ndarray | None = None) -> np.ndarray:
+        """One batched forward pass; float64 (N, 4) actions (gripper exactly +-1). ``memory``: float32
+        (N, N_MEMORY) from ``control.memory.EpisodeMemory.features`` (needed, and only read, with cfg.memory)."""
         if len(masks) == 0:
             return np.zeros((0, ACTION_DIM))
         self.net.eval()
-        m, p = self.tensors(masks, proprio)
-        xyz, logit = self.net(m.float(), p)
+        m, p, mem = self.tensors(masks, proprio, memory)
+        xyz, logit = self.net(m.float(), p, mem)
         grip = torch.where(logit > 0, 1.0, -1.0)
         return torch.cat([xyz, grip[:, None]], dim=1).double().cpu().numpy()
 

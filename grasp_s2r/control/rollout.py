@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from grasp_s2r.agent import SegmenterMasks, learner_step
 from grasp_s2r.control.conditions import Condition, EpisodeHooks
+from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.expert.fsm import Expert, ExpertConfig
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES, GraspEnv
@@ -217,6 +218,8 @@ class _Active:
         self.n_expert = 0
         self.blind_steps = 0
         """Consecutive steps with an empty controller input mask."""
+        self.memory = EpisodeMemory()
+        """The controller's memory of this episode (read only by a controller with memory)."""
         self.params: dict[str, Any] = {}
 
 
@@ -317,7 +320,8 @@ class RolloutPool:
             # predicted) and one controller call for all workers
             blank = np.array([active[w].length < active[w].request.blind_start_steps for w in ids])
             query = [j for j, w in enumerate(ids) if active[w].request.beta < 1]
-            step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query)
+            memory = np.stack([active[w].memory.features() for w in ids])
+            step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query, memory=memory)
             input_masks, learner = step.masks, step.actions
             stopped = set()
             for j, w in enumerate(ids):
@@ -328,6 +332,7 @@ class RolloutPool:
                     continue
                 lrn = None if ep.request.beta >= 1 else learner[j]
                 executed, from_expert = mix_actions(o["action"], lrn, ep.request.beta, ep.rng)
+                ep.memory.update(input_masks[j], o["proprio"], executed[0])
                 ep.length += 1
                 ep.n_expert += int(from_expert[0])
                 if ep.record:

@@ -11,6 +11,7 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from grasp_s2r.control.memory import episode_memory_features
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.data.episodes import EpisodeDataset
 
@@ -49,33 +50,39 @@ class LabelSet:
     """Env proprio, float32 (N, 5)."""
     actions: np.ndarray
     """Expert action labels, float32 (N, 4)."""
+    memory: np.ndarray
+    """The controller's episode memory at each state, float32 (N, N_MEMORY) (``control.memory``)."""
 
     def __len__(self) -> int:
         return len(self.actions)
 
     def __post_init__(self) -> None:
-        if not len(self.masks) == len(self.proprio) == len(self.actions):
-            raise ValueError("masks, proprio and actions must have the same length")
+        if not len(self.masks) == len(self.proprio) == len(self.actions) == len(self.memory):
+            raise ValueError("masks, proprio, actions and memory must have the same length")
 
     def head(self, n: int) -> LabelSet:
-        return LabelSet(self.masks[:n], self.proprio[:n], self.actions[:n])
+        return LabelSet(self.masks[:n], self.proprio[:n], self.actions[:n], self.memory[:n])
 
 
 def load_labels(roots: Iterable[Path], limit: int | None = None) -> LabelSet:
-    """All labels of the episode datasets ``roots`` (in order), at most ``limit`` of them."""
-    masks, proprio, actions, n = [], [], [], 0
+    """All labels of the episode datasets ``roots`` (in order), at most ``limit`` of them, with the memory the
+    controller had at each state (replayed from the episode's input masks, proprio and executed actions)."""
+    masks, proprio, actions, memory, n = [], [], [], [], 0
     for root in roots:
         for ep in EpisodeDataset(Path(root)):
             if limit is not None and n >= limit:
                 break
             take = len(ep) if limit is None else min(len(ep), limit - n)
-            masks.append(np.asarray(ep["input_mask"][:take], dtype=bool))
-            proprio.append(np.asarray(ep["proprio"][:take], dtype=np.float32))
+            ep_masks = np.asarray(ep["input_mask"], dtype=bool)
+            ep_proprio = np.asarray(ep["proprio"], dtype=np.float32)
+            masks.append(ep_masks[:take])
+            proprio.append(ep_proprio[:take])
             actions.append(np.asarray(ep["action"][:take], dtype=np.float32))
+            memory.append(episode_memory_features(ep_masks, ep_proprio, np.asarray(ep["executed_action"]))[:take])
             n += take
     if not actions:
         raise ValueError("no labelled steps to train on")
-    return LabelSet(np.concatenate(masks), np.concatenate(proprio), np.concatenate(actions))
+    return LabelSet(np.concatenate(masks), np.concatenate(proprio), np.concatenate(actions), np.concatenate(memory))
 
 
 def fit(
@@ -84,14 +91,14 @@ def fit(
 ) -> float:
     """Train ``policy`` in place for ``cfg.steps`` steps; returns the mean loss of the last quarter of steps."""
     opt = torch.optim.Adam(policy.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    masks, proprio = policy.tensors(labels.masks, labels.proprio)
+    masks, proprio, memory = policy.tensors(labels.masks, labels.proprio, labels.memory)
     target = torch.from_numpy(labels.actions).to(policy.device)
     policy.net.train()
     losses = []
     bar = tqdm(range(cfg.steps), desc=desc, unit="step", disable=not progress, leave=False)
     for _ in bar:
         idx = torch.from_numpy(rng.integers(0, len(labels), size=min(cfg.batch_size, len(labels)))).to(policy.device)
-        xyz, logit = policy.net(masks[idx].float(), proprio[idx])
+        xyz, logit = policy.net(masks[idx].float(), proprio[idx], None if memory is None else memory[idx])
         t = target[idx]
         xyz_loss = F.l1_loss(xyz, t[:, :3]) if cfg.xyz_loss == "l1" else F.mse_loss(xyz, t[:, :3])
         loss = xyz_loss + cfg.grip_loss_weight * F.binary_cross_entropy_with_logits(
