@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from grasp_s2r.collect import CollectConfig, collect
 from grasp_s2r.control import seeds
 from grasp_s2r.control.curves import best_round
 from grasp_s2r.control.dagger import DaggerConfig, beta_for_round, control_env_config, run_dagger
@@ -22,7 +23,7 @@ from grasp_s2r.control.policy import Policy
 from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks, RolloutPool
 from grasp_s2r.control.train import TrainConfig, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, read_meta
-from grasp_s2r.sim.config import SceneConfig
+from grasp_s2r.sim.config import EnvConfig, SceneConfig
 
 
 def _tiny(out: Path, **kw) -> DaggerConfig:
@@ -139,9 +140,6 @@ def test_cli_run_resumes_after_kill_and_beats_a_random_policy(tmp_path):
 
 
 def test_round_zero_can_come_from_collected_demonstrations(tmp_path, capsys):
-    from grasp_s2r.collect import CollectConfig, collect
-    from grasp_s2r.sim.config import EnvConfig
-
     demos = tmp_path / "demos"
     scene = SceneConfig(max_episode_steps=25)  # the scene of _tiny; the randomization is collect's default
     collect(CollectConfig(out=str(demos), episodes=3, workers=1, env=EnvConfig(scene=scene)), progress=False)
@@ -153,9 +151,9 @@ def test_round_zero_can_come_from_collected_demonstrations(tmp_path, capsys):
     np.testing.assert_array_equal(r0.episode(1)["action"][:], source.episode(1)["action"][:])
     np.testing.assert_array_equal(r0.episode(1)["input_mask"][:], source.episode(1)["sphere_mask"][:])
     assert "other randomization settings" in capsys.readouterr().out
+    collect(CollectConfig(out=str(tmp_path / "demos64"), episodes=1, workers=1,
+                          env=EnvConfig().replace(scene=SceneConfig(max_episode_steps=30))), progress=False)
     with pytest.raises(ValueError, match="another scene or camera"):
-        collect(CollectConfig(out=str(tmp_path / "demos64"), episodes=1, workers=1,
-                              env=EnvConfig().replace(scene=SceneConfig(max_episode_steps=30))), progress=False)
         run_dagger(_tiny(tmp_path / "run2", rounds=1, demos=str(tmp_path / "demos64")), progress=False)
 
 
@@ -181,3 +179,15 @@ def test_cli_options_reach_the_config_and_bad_values_are_refused():
     assert cli_dagger.config_from_args(parser.parse_args(["--out", "x"])).disturbance_prob == DaggerConfig.disturbance_prob
     with pytest.raises(UsageError, match="disturbance_prob"):
         cli_dagger.config_from_args(parser.parse_args(["--out", "x", "--disturbance-prob", "1.5"]))
+
+
+def test_every_round_episode_holds_every_declared_feature(tmp_path):
+    """Rollout rounds and rounds imported from demos both hold every feature their meta.json declares."""
+    demos = tmp_path / "demos"
+    collect(CollectConfig(out=str(demos), episodes=2, workers=1, env=EnvConfig(scene=SceneConfig(max_episode_steps=25))),
+            progress=False)
+    run_dagger(_tiny(tmp_path / "run", rounds=2, demos=str(demos), bc_baseline=False), progress=False)
+    for r in (0, 1):
+        ds = EpisodeDataset(tmp_path / "run" / f"round-{r:03d}")
+        for ep in ds:
+            assert ep.features() == sorted(ds.meta["features"]), (r, ep.path)

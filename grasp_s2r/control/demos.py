@@ -47,7 +47,7 @@ def import_demos(
         if rgb.shape[1:3] != (env.camera.height_px, env.camera.width_px):
             raise ValueError(f"demos {demos_dir} have {rgb.shape[1:3]} px images, the run's camera differs")
         arrays = {
-            "rgb": rgb, "sphere_mask": gt, "input_mask": masks(rgb, gt), "proprio": np.asarray(ep["proprio"]),
+            "rgb": rgb, "sphere_mask": gt, "gripper_mask": np.asarray(ep["gripper_mask"]), "input_mask": masks(rgb, gt), "proprio": np.asarray(ep["proprio"]),
             "action": action, "learner_action": np.full_like(action, np.nan), "executed_action": action,
             "from_expert": np.ones(len(action), bool), "phase": np.asarray(ep["phase"]),
             "state": np.asarray(ep["state"]),
