@@ -1,9 +1,10 @@
 """Named evaluation conditions: data (:class:`Condition`) plus the small hooks that apply them.
 
-A condition changes what the camera shows (composite onto photos), the dynamics (sphere mass and
-friction, action noise, latency), or moves the sphere (slowly, or once, mid-episode). The hooks run
-inside the env worker process (:mod:`grasp_s2r.control.rollout`), next to the env they act on; the
-expert labels whatever world results, so a condition can also be used to make DAgger data.
+A condition changes what the camera shows (composite onto photos, or a photo as the sim table's texture), the
+camera's mount (miscalibration), the dynamics (sphere mass and friction, action noise, latency), or moves the
+sphere (out of the camera's view at the start; slowly, or once, mid-episode). The hooks run inside the env worker
+process (:mod:`grasp_s2r.control.rollout`), next to the env they act on; the expert labels whatever world results,
+so a condition can also be used to make DAgger data.
 """
 
 from __future__ import annotations
@@ -17,8 +18,16 @@ from typing import Any, ClassVar
 import numpy as np
 import pybullet as pb
 
-from grasp_s2r.sim.camera import Frame
-from grasp_s2r.sim.env import ACTION_DIM, GraspEnv
+from grasp_s2r.sim.camera import Frame, camera_pose_world
+from grasp_s2r.sim.config import RandomizationConfig
+from grasp_s2r.sim.env import ACTION_DIM, GraspEnv, StepResult
+from grasp_s2r.sim.randomization import EpisodeParams, sample_camera_jitter
+from grasp_s2r.sim.robot import ARM_JOINTS, PALM_LINK
+from grasp_s2r.sim.table_texture import env_photo_textures, set_table_texture
+
+_FULL_JITTER = RandomizationConfig()
+"""The scene's own camera mount jitter (4 mm / 2 deg), which ``camera-miscalibration`` draws from (the controller's
+env has 1 mm / 0.5 deg)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,17 @@ class Condition:
     """One line for the results table."""
     backgrounds: str = ""
     """Composite each frame onto photos: "" (raw sim render), "train", "heldout", or a folder of photos."""
+    table_photos: str = ""
+    """A photo as the sim table's texture (rendered, not composited): "" (the episode's procedural table),
+    "train", "heldout", or a folder of photos. One of 32 crops of the set (``table_texture.N_PHOTO_TEXTURES``) per episode."""
+    camera_jitter_m: float | None = None
+    """The camera mount's position jitter (per axis, uniform) drawn for the episode instead of the env's own
+    (``RandomizationConfig.camera_jitter_m``); None: the env's."""
+    camera_jitter_deg: float | None = None
+    """... and the look direction's jitter (per axis, an angle); None: the env's. Either set redraws both."""
+    start_out_of_view_deg: float = 0.0
+    """> 0: at reset the sphere moves to a reachable spot of the table where the wrist camera does not see it, its
+    whole image at least this angle outside the field of view (0: where the episode put it)."""
     sphere_mass_scale: float = 1.0
     """Sphere mass = scene.sphere_mass_kg times this."""
     sphere_friction_scale: float = 1.0
@@ -71,20 +91,31 @@ CONDITIONS: dict[str, Condition] = {
                   description="the sphere is displaced 3-5 cm once, as the gripper descends onto it"),
         Condition(name="sim-render", backgrounds="",
                   description="raw domain-randomized sim renders (table, not photos) behind the sphere"),
+        Condition(name="table-photo", table_photos="heldout",
+                  description="held-out real photos as the sim table's texture: perspective, occlusion move with it"),
+        Condition(name="start-out-of-view", backgrounds="train", start_out_of_view_deg=2.0,
+                  description="the sphere starts outside the camera's view (>= 2 deg), within reach: search needed"),
+        Condition(name="camera-miscalibration", backgrounds="train", camera_jitter_m=_FULL_JITTER.camera_jitter_m,
+                  camera_jitter_deg=_FULL_JITTER.camera_jitter_deg,
+                  description="camera mount jittered per episode by the scene's full 4 mm / 2 deg"),
     )
 }
-"""The named conditions of ``grasp-s2r eval`` (``heldout-backgrounds`` ... ``perturbation`` are the issue's)."""
+"""The named conditions of ``grasp-s2r eval`` (``heldout-backgrounds`` ... ``perturbation`` are issue 6's,
+``table-photo`` ... ``camera-miscalibration`` issue 12's)."""
 PHOTO_SPLITS = ("train", "heldout")
 """Values of ``Condition.backgrounds`` naming the embedded photo sets; any other non-empty value is a folder."""
 
 
 def resolve_condition(name: str, backgrounds_dir: str | None = None) -> Condition:
-    """The condition called ``name``; ``backgrounds_dir`` replaces the held-out photos of ``heldout-backgrounds``."""
+    """The condition called ``name``; ``backgrounds_dir`` replaces the held-out photos (of ``heldout-backgrounds``
+    and ``table-photo``)."""
     if name not in CONDITIONS:
         raise KeyError(f"unknown condition {name!r}; known: {', '.join(CONDITIONS)}")
     cond = CONDITIONS[name]
     if backgrounds_dir and cond.backgrounds == "heldout":
         cond = dataclasses.replace(cond, backgrounds=str(backgrounds_dir))
+    if backgrounds_dir and cond.table_photos == "heldout":
+        cond = dataclasses.replace(cond, table_photos=str(backgrounds_dir))
     return cond
 
 
@@ -103,10 +134,51 @@ def load_photos(source: str) -> list[np.ndarray]:
     return photos
 
 
+_OUT_OF_VIEW_CANDIDATES = 1024
+"""Sphere places drawn at once by ``start_out_of_view_deg``; the first far enough outside the view is taken."""
+_OUT_OF_VIEW_ARM_STARTS = 4
+"""Arm starts tried at most by ``start_out_of_view_deg`` (the episode's, then ones drawn again)."""
+_TABLE_EDGE_MARGIN_M = 0.02
+"""Spots the hooks move the sphere to stay this far inside the TCP's workspace square (reachable)."""
+_WRIST_LIMIT_MARGIN_RAD = 0.16
+"""The arm's last joint keeps the gripper at its fixed world yaw as the arm swings; in the workspace's +x / -y corner
+it nears its limit at the grasp pose and the arm, tracking its TCP target through IK, stalls ~3 mm short of the
+sphere (measured: the expert fails there, and only there). A new sphere place needs that joint this far from its
+limits with the TCP on the sphere (IK from the rest pose, as ``Robot.teleport``)."""
+_OUT_OF_VIEW_REACH_CHECKS = 64
+"""Candidates checked for reach at most (each an IK teleport of the arm, a few ms)."""
+
+
+def outside_view_deg(env: GraspEnv, points_world_m: np.ndarray, mount_jitter_m: np.ndarray | None = None,
+                     look_jitter_m: np.ndarray | None = None) -> np.ndarray:
+    """How far (degrees) the image of a sphere at each point (N, 3) lies outside the wrist camera's field of view in
+    the env's current pose: > 0 outside (its whole disc; behind the camera counts as far outside), < 0 in view.
+
+    The camera's mount jitter defaults to the episode's (``env.params``).
+    """
+    cam, p = env.config.camera, env.params
+    mount = np.asarray(p.camera_mount_jitter_m if mount_jitter_m is None else mount_jitter_m)
+    look = np.asarray(p.camera_look_jitter_m if look_jitter_m is None else look_jitter_m)
+    palm_pos, palm_quat = env.robot.link_pose_world(PALM_LINK)
+    eye, target, up = camera_pose_world(palm_pos, palm_quat, cam, mount, look)
+    forward = (target - eye) / np.linalg.norm(target - eye)
+    right = np.cross(forward, up)
+    right /= np.linalg.norm(right)
+    image_up = np.cross(right, forward)
+    d = np.atleast_2d(points_world_m) - eye
+    depth = d @ forward
+    half_v = np.deg2rad(cam.fov_deg) / 2
+    half_h = np.arctan(np.tan(half_v) * cam.width_px / cam.height_px)
+    beyond = np.maximum(np.abs(np.arctan2(d @ right, depth)) - half_h, np.abs(np.arctan2(d @ image_up, depth)) - half_v)
+    radius = np.arcsin(np.clip(env.config.scene.sphere_radius_m / np.linalg.norm(d, axis=1), 0.0, 1.0))
+    return np.rad2deg(beyond - radius)
+
+
 class EpisodeHooks:
     """Applies one condition to one episode of one env; lives in the env's worker process.
 
-    Call order per episode: ``on_reset()`` after ``env.reset``, then per step ``observe(frame)``,
+    Call order per episode: ``on_reset()`` after ``env.reset`` (it returns the first step's result again when the
+    condition changed what the camera sees: use that one), then per step ``observe(frame)``,
     ``before_step(action) -> executed action``, ``env.step``.
     """
 
@@ -121,28 +193,112 @@ class EpisodeHooks:
         self.events: list[dict[str, Any]] = []
         self.photo: np.ndarray | None = None
         self._composite: Callable[..., tuple[np.ndarray, np.ndarray]] | None = None
+        self._first_frame: Frame | None = None
 
-    def on_reset(self) -> None:
+    @classmethod
+    def _photos(cls, source: str) -> list[np.ndarray]:
+        if source not in cls._photo_cache:
+            cls._photo_cache[source] = load_photos(source)
+        return cls._photo_cache[source]
+
+    def on_reset(self) -> StepResult | None:
+        """Apply the condition to the episode ``env.reset`` just started.
+
+        Returns the first step's result again, re-rendered, when the condition changed what the camera sees (its
+        mount, the sphere's place, the table's texture): observe that one, not ``env.reset``'s (``observe`` swaps
+        its frame in either way). None when ``env.reset``'s result stands. A changed mount or sphere place is
+        written into ``env.params`` (``env.reset(seed, env.params)`` starts the same episode); the table photo and
+        the sphere's new place are also recorded in ``events``.
+        """
         env, c, s = self.env, self.cond, self.env.config.scene
         pb.changeDynamics(env.sphere_uid, -1, mass=s.sphere_mass_kg * c.sphere_mass_scale,
                           lateralFriction=s.sphere_friction * c.sphere_friction_scale, physicsClientId=env.client)
         angle = self.rng.uniform(0, 2 * np.pi)
         self.direction_xy = np.array([np.cos(angle), np.sin(angle)])
+        result = None
+        if c.camera_jitter_m is not None or c.camera_jitter_deg is not None:
+            r = env.config.randomization
+            mount, look = sample_camera_jitter(
+                self.rng, r.camera_jitter_m if c.camera_jitter_m is None else c.camera_jitter_m,
+                r.camera_jitter_deg if c.camera_jitter_deg is None else c.camera_jitter_deg)
+            result = env.reset(env.seed, dataclasses.replace(
+                env.params, camera_mount_jitter_m=tuple(float(x) for x in mount),
+                camera_look_jitter_m=tuple(float(x) for x in look)))
+        if c.start_out_of_view_deg > 0:
+            result = self._start_out_of_view()
+        if c.table_photos:
+            ids = env_photo_textures(env, c.table_photos, self._photos(c.table_photos))
+            k = int(self.rng.integers(len(ids)))
+            set_table_texture(env, ids[k])
+            result = StepResult(frame=env.render(), proprio=env.proprio(), success=False, terminated=False,
+                                truncated=False)
+            self.events.append({"event": "table-photo", "step": 0, "texture": k})
         if c.backgrounds:
             from grasp_s2r.vision.backgrounds import random_crop
             from grasp_s2r.vision.composite import composite_frame
 
-            if c.backgrounds not in self._photo_cache:
-                self._photo_cache[c.backgrounds] = load_photos(c.backgrounds)
-            photos = self._photo_cache[c.backgrounds]
+            photos = self._photos(c.backgrounds)
             cam = env.config.camera
             # one crop of one photo per episode: the background stays put while the arm moves
             self.photo = random_crop(photos[int(self.rng.integers(len(photos)))], (cam.height_px, cam.width_px),
                                      self.rng)
             self._composite = composite_frame
+        self._first_frame = None if result is None else result.frame
+        return result
+
+    def _start_out_of_view(self) -> StepResult:
+        """Move the sphere (a new start, ``env.params``) to a reachable table spot the camera does not see.
+
+        Candidates are drawn uniformly over the reachable table; the first one far enough outside the view is taken.
+        When no reachable spot is that far outside the view from the arm's start (6 % of the eval seeds), the arm's
+        start offset is drawn again (within the env's own ``arm_start_jitter_m``), a few times at most; after that the
+        spot farthest outside the view.
+        """
+        env, c, s = self.env, self.cond, self.env.config.scene
+        half = s.workspace_half_extent_m - _TABLE_EDGE_MARGIN_M
+        z = s.table_height_m + s.sphere_radius_m
+        best: tuple[float, EpisodeParams] | None = None
+        for attempt in range(_OUT_OF_VIEW_ARM_STARTS):
+            if attempt > 0:
+                start = self.rng.uniform(-1, 1, size=3) * env.config.randomization.arm_start_jitter_m
+                env.reset(env.seed, dataclasses.replace(env.params, start_tcp_offset_m=tuple(float(v) for v in start)))
+            xy = np.asarray(s.spawn_center_world_m) + self.rng.uniform(-half, half, size=(_OUT_OF_VIEW_CANDIDATES, 2))
+            # the arm's start does not depend on the sphere: the camera's pose now is the new episode's
+            outside = outside_view_deg(env, np.column_stack([xy, np.full(len(xy), z)]))
+            far = np.flatnonzero(outside >= c.start_out_of_view_deg)  # in random order (the candidates are i.i.d.)
+            params = env.params
+            for i in np.concatenate([far, np.argsort(-outside)])[:_OUT_OF_VIEW_REACH_CHECKS]:
+                if self._reachable(xy[i]):  # (moves the arm: a reset puts it back)
+                    if best is None or outside[i] > best[0]:
+                        best = (float(outside[i]), dataclasses.replace(
+                            params, sphere_xy_world_m=tuple(float(v) for v in xy[i])))
+                    break
+            if best is not None and best[0] >= c.start_out_of_view_deg:
+                break
+        params = env.params if best is None else best[1]  # None: nothing reachable (a scene unlike the default one)
+        result = env.reset(env.seed, params)
+        outside_deg = float(outside_view_deg(env, np.array([*params.sphere_xy_world_m, z]))[0])
+        self.events.append({"event": "start-out-of-view", "step": 0, "sphere_xy_world_m": list(params.sphere_xy_world_m),
+                            "outside_view_deg": outside_deg, "arm_starts": attempt + 1,
+                            "in_view": bool(result.frame.sphere_mask.any())})
+        return result
+
+    def _reachable(self, xy: np.ndarray) -> bool:
+        """Whether the arm can grasp a sphere at ``xy``: its wrist joint keeps a margin to its limits there."""
+        env, s = self.env, self.env.config.scene
+        env.robot.teleport(np.array([*xy, s.table_height_m + s.sphere_radius_m]), s.finger_open_m)
+        j = ARM_JOINTS[-1]
+        q = env.robot.joint_state()[j]
+        lo, hi = pb.getJointInfo(env.robot.uid, j, physicsClientId=env.client)[8:10]
+        return min(q - lo, hi - q) >= _WRIST_LIMIT_MARGIN_RAD
 
     def observe(self, frame: Frame) -> tuple[np.ndarray, np.ndarray]:
-        """(rgb uint8 (H, W, 3), ground-truth sphere mask bool (H, W)) of what the camera shows."""
+        """(rgb uint8 (H, W, 3), ground-truth sphere mask bool (H, W)) of what the camera shows.
+
+        The first call after an ``on_reset`` that re-rendered the first frame shows that frame, whatever it is given.
+        """
+        if self._first_frame is not None:
+            frame, self._first_frame = self._first_frame, None
         if self._composite is None:
             return frame.rgb, frame.sphere_mask
         rgb, mask = self._composite(frame, self.photo, self.rng)

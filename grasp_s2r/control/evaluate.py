@@ -31,8 +31,9 @@ from grasp_s2r.stats import format_rate, wilson_interval
 
 EVAL_FORMAT = "grasp_s2r.eval"
 EVAL_FORMAT_VERSION = 1
-ISSUE_CONDITIONS = ("nominal", "heldout-backgrounds", "dynamics-shift", "moving-target", "perturbation")
-"""The conditions evaluated by default."""
+ISSUE_CONDITIONS = ("nominal", "heldout-backgrounds", "dynamics-shift", "moving-target", "perturbation",
+                    "table-photo", "start-out-of-view", "camera-miscalibration")
+"""The conditions evaluated by default (issue 6's, then issue 12's)."""
 
 
 @dataclass(frozen=True)

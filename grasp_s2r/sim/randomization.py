@@ -16,6 +16,8 @@ NOMINAL_SPHERE_RGB = (0.85, 0.1, 0.1)
 NOMINAL_TABLE_RGB = (0.55, 0.45, 0.35)
 N_TABLE_TEXTURES = 16
 """Procedural table textures made per client; an episode picks one by index (-1: plain)."""
+LOOK_JITTER_LEVER_M = 0.16
+"""An angle jitter of the camera's look-at direction is an offset of the look-at point times this lever."""
 
 
 @dataclass(frozen=True)
@@ -71,14 +73,20 @@ def sample_episode_params(cfg: EnvConfig, rng: np.random.Generator) -> EpisodePa
         )
     else:
         light = Lighting()
-    mount = rng.uniform(-1, 1, size=3) * r.camera_jitter_m
-    # an angle jitter of the look-at direction, expressed as an offset of the look-at point
-    look = rng.uniform(-1, 1, size=3) * np.tan(np.deg2rad(r.camera_jitter_deg)) * 0.16
+    mount, look = sample_camera_jitter(rng, r.camera_jitter_m, r.camera_jitter_deg)
     return EpisodeParams(
         sphere_xy_world_m=_tuple(sphere_xy), start_tcp_offset_m=_tuple(start),
         sphere_rgb=_tuple(sphere_rgb), table_rgb=_tuple(table_rgb), table_texture=texture,
         lighting=light, camera_mount_jitter_m=_tuple(mount), camera_look_jitter_m=_tuple(look),
     )
+
+
+def sample_camera_jitter(rng: np.random.Generator, jitter_m: float, jitter_deg: float) -> tuple[np.ndarray, np.ndarray]:
+    """(mount jitter (3,) m, look-at jitter (3,) m) of the wrist camera, each axis uniform in +-``jitter_m`` and
+    +-``jitter_deg`` (an angle of the look-at direction, expressed as an offset of the look-at point)."""
+    mount = rng.uniform(-1, 1, size=3) * jitter_m
+    look = rng.uniform(-1, 1, size=3) * np.tan(np.deg2rad(jitter_deg)) * LOOK_JITTER_LEVER_M
+    return mount, look
 
 
 def make_table_texture(index: int, size_px: int = 64) -> np.ndarray:

@@ -9,8 +9,6 @@ perspective, scale and the fingers' occlusion move with the camera as they would
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 
 import cv2
@@ -21,7 +19,15 @@ from grasp_s2r.sim.camera import Frame, camera_pose_world
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import GraspEnv
 from grasp_s2r.sim.robot import PALM_LINK
-from grasp_s2r.vision.backgrounds import random_crop
+from grasp_s2r.sim.table_texture import (
+    PHOTO_TEXTURE_TILE_PX,
+    load_textures,
+    photo_texture,
+    photo_textures,
+    set_table_texture,
+)
+
+__all__ = ["PHOTO_TEXTURE_TILE_PX", "SimViewSampler", "ViewConfig", "photo_texture"]
 
 _FAR_AWAY_WORLD_M = (5.0, 5.0)
 """Where the sphere goes for a view without a target (far outside any camera view)."""
@@ -63,15 +69,6 @@ def _sphere_rgb(rng: np.random.Generator, dull_prob: float) -> np.ndarray:
 
 
 _RASTER_OFFSET_PX = (0.5, -0.5)
-PHOTO_TEXTURE_TILE_PX = 128
-"""Side of the photo crop of a table texture; the texture is the crop mirrored 2 x 2 (seamless when tiled)."""
-
-
-def photo_texture(photo_rgb: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A seamless table texture uint8 (2T, 2T, 3) from a random crop of ``photo_rgb`` (T = PHOTO_TEXTURE_TILE_PX)."""
-    tile = random_crop(photo_rgb, (PHOTO_TEXTURE_TILE_PX, PHOTO_TEXTURE_TILE_PX), rng, min_scale=0.15, max_scale=0.9)
-    top = np.concatenate([tile, tile[:, ::-1]], axis=1)
-    return np.ascontiguousarray(np.concatenate([top, top[::-1]], axis=0))
 
 
 class SimViewSampler:
@@ -101,13 +98,8 @@ class SimViewSampler:
         if not self._photo_textures:
             if not self.table_photos:
                 raise ValueError("photo_table views need table_photos")
-            with tempfile.TemporaryDirectory(prefix="grasp_s2r_phototex_") as tmp:
-                for k in range(self.n_photo_textures):
-                    rng = np.random.default_rng([self.texture_seed, k])
-                    tex = photo_texture(self.table_photos[k % len(self.table_photos)], rng)
-                    path = os.path.join(tmp, f"photo_{k:03d}.png")
-                    cv2.imwrite(path, cv2.cvtColor(tex, cv2.COLOR_RGB2BGR))
-                    self._photo_textures.append(pb.loadTexture(path, physicsClientId=self.env.client))
+            textures = photo_textures(self.table_photos, self.n_photo_textures, self.texture_seed)
+            self._photo_textures = load_textures(self.env.client, textures)
         return self._photo_textures
 
     def sphere_circle_px(self) -> tuple[float, float, float]:
@@ -152,8 +144,7 @@ class SimViewSampler:
         if photo_table is not None:
             ids = self._photo_texture_ids()
             grey = float(photo_table.uniform(0.7, 1.0))
-            pb.changeVisualShape(env.table_uid, -1, rgbaColor=[grey, grey, grey, 1],
-                                 textureUniqueId=ids[int(photo_table.integers(len(ids)))], physicsClientId=env.client)
+            set_table_texture(env, ids[int(photo_table.integers(len(ids)))], grey)
         rgba = [*_sphere_rgb(rng, v.dull_color_prob), 1.0]
         spec = float(rng.uniform(0.0, v.specular_max))
         pb.changeVisualShape(env.sphere_uid, -1, rgbaColor=rgba, specularColor=[spec] * 3,
