@@ -109,7 +109,8 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     if rows:
         if policy is None:
             raise ValueError("a policy is needed to act on queried rows")
-        extra = {} if memory is None else {"memory": np.asarray(memory)[rows]}
+        wants_memory = getattr(getattr(policy, "cfg", None), "memory", False)  # a memoryless act() takes none
+        extra = {"memory": np.asarray(memory)[rows]} if memory is not None and wants_memory else {}
         actions[rows] = policy.act(input_masks[rows], np.asarray(proprio)[rows], **extra)
     t2 = time.perf_counter()
     return LearnerStep(masks=input_masks, actions=actions, mask_ms=1e3 * (t1 - t0),

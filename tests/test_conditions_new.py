@@ -217,8 +217,6 @@ def test_the_new_conditions_run_in_the_rollout_workers_and_their_params_are_reco
         env.close()
 
 
-@pytest.mark.xfail(strict=True, reason="rollout._worker records env.reset's gripper mask and proprio for the first step; "
-                   "with `result = hooks.on_reset() or result` it records the condition's (then remove this mark)")
 def test_the_first_recorded_step_is_the_conditions_own_frame(worker_records):
     env = GraspEnv(_WORKER_ENV)
     try:

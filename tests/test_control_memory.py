@@ -3,6 +3,7 @@ acting, reset per episode, stored in checkpoints."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -65,3 +66,27 @@ def test_runtime_memory_is_the_training_memory_and_starts_fresh_each_episode() -
         memory = episode_memory_features(a["input_mask"], a["proprio"], a["executed_action"])
         replay = policy.act(a["input_mask"], a["proprio"], memory)
         np.testing.assert_allclose(replay, a["learner_action"], atol=1e-6)
+
+
+def test_dropout_blanks_the_drawn_steps_and_the_observable_expert_labels_them_unseen() -> None:
+    from grasp_s2r.control.conditions import CONDITIONS
+    from grasp_s2r.control.rollout import _blanked_steps
+    from grasp_s2r.expert.fsm import Phase
+
+    cond = dataclasses.replace(CONDITIONS["dropout"], backgrounds="")
+    requests = [EpisodeRequest(seed=s, beta=1.0, condition=cond) for s in (7, 8, 9)]
+    for observable in (False, True):
+        with RolloutPool(EnvConfig(), 1, observable_expert=observable) as pool:
+            recs = pool.run(requests, None, GroundTruthMasks(), progress=False)
+        for req, rec in zip(requests, recs, strict=True):
+            a, blanked = rec.arrays, _blanked_steps(req)
+            assert 3 <= len(blanked) <= 10 and min(blanked) in range(2, 6)
+            for t in range(rec.length):
+                if t in blanked:
+                    assert not a["input_mask"][t].any()
+                else:
+                    np.testing.assert_array_equal(a["input_mask"][t], a["sphere_mask"][t])
+            phases = {Phase(p) for t, p in enumerate(a["phase"]) if t in blanked and a["sphere_mask"][t].any()}
+            if observable:  # the sphere is in the image but not in the learner's mask: no privileged approach
+                assert not phases & {Phase.APPROACH, Phase.DESCEND}, phases
+            assert rec.success, (observable, req.seed)

@@ -64,17 +64,18 @@ class EpisodeRunner(Protocol):
 
 
 def open_runner(cfg: BackendConfig, env: EnvConfig, workers: int, expert: ExpertConfig | None = None,
-                torch_threads: int = 1) -> EpisodeRunner:
+                torch_threads: int = 1, observable_expert: bool = False) -> EpisodeRunner:
     """An episode runner for ``cfg`` with ``workers`` env processes (in all, or per Ray actor); a context manager.
 
     ``torch_threads``: CPU threads of each Ray actor's models (the local runner's models are this process's).
+    ``observable_expert``: see :class:`RolloutPool`.
     """
     if cfg.backend == "local":
-        return RolloutPool(env, workers, expert)
+        return RolloutPool(env, workers, expert, observable_expert)
     from grasp_s2r.control.ray_backend import RayRunner
 
     return RayRunner(env, workers_per_actor=workers, expert_config=expert, address=cfg.ray_address,
-                     n_actors=cfg.ray_actors, torch_threads=torch_threads)
+                     n_actors=cfg.ray_actors, torch_threads=torch_threads, observable_expert=observable_expert)
 
 
 def add_backend_arguments(p: argparse.ArgumentParser, workers_default: int, workers_help: str) -> None:

@@ -59,6 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--xyz-loss", choices=("l1", "mse"), default=t.xyz_loss, help="default %(default)s")
     p.add_argument("--cnn-channels", default="", metavar="C1,C2,...",
                    help="add a CNN branch over the pooled mask with these channels (default: mask moments only)")
+    p.add_argument("--observable-expert", action="store_true",
+                   help="label states where the controller does not see the sphere as return-then-search, not with "
+                        "its hidden position")
     p.add_argument("--memory", action="store_true",
                    help="give the controller the episode's memory: where the sphere was last seen, motion since")
     p.add_argument("--seed", type=non_negative_int, default=d.seed,
@@ -87,7 +90,7 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
             beta_rampdown_rounds=args.beta_rampdown, beta_decay=args.beta_decay, masks=args.masks,
             vision_checkpoint=args.vision, backgrounds="" if args.raw_sim else "train", demos=args.demos,
             blind_cutoff_steps=args.blind_cutoff, blind_start_prob=args.blind_start_prob,
-            disturbance_prob=args.disturbance_prob,
+            disturbance_prob=args.disturbance_prob, observable_expert=args.observable_expert,
             bc_baseline=not args.no_bc, workers=args.workers, backend=backend_from_args(args), device=args.device,
             torch_threads=args.threads,
             seed=args.seed,

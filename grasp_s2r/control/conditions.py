@@ -67,6 +67,11 @@ class Condition:
     """Once per episode the sphere is displaced by a distance drawn from this range (0: never) ..."""
     perturb_below_m: float = 0.03
     """... when the TCP first descends to this height above the sphere with the gripper open."""
+    dropout_steps: tuple[int, int] = (0, 0)
+    """The controller's input mask is blanked for a number of consecutive steps drawn from this range (0: never;
+    missed detections), applied by the runtime in the main process ..."""
+    dropout_start_step: tuple[int, int] = (2, 5)
+    """... from a step drawn from this range (the approach)."""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -98,6 +103,8 @@ CONDITIONS: dict[str, Condition] = {
         Condition(name="camera-miscalibration", backgrounds="train", camera_jitter_m=_FULL_JITTER.camera_jitter_m,
                   camera_jitter_deg=_FULL_JITTER.camera_jitter_deg,
                   description="camera mount jittered per episode by the scene's full 4 mm / 2 deg"),
+        Condition(name="dropout", backgrounds="train", dropout_steps=(3, 10),
+                  description="the controller's mask is blank for 3-10 consecutive steps from step 2-5 (missed detections)"),
     )
 }
 """The named conditions of ``grasp-s2r eval`` (``heldout-backgrounds`` ... ``perturbation`` are issue 6's,

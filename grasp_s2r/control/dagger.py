@@ -70,6 +70,9 @@ The scene default (4 mm, 2 deg, chosen for vision robustness) shifts where the T
 the image by up to ~8 mm per episode, more than the expert's 3.5 mm closing tolerance; a controller
 that sees only the mask cannot tell, so it learns on a camera calibrated to these tolerances."""
 _RESUMABLE_FIELDS = ("rounds", "workers", "backend", "device", "torch_threads")
+_LEGACY_VALUES = {"observable_expert": False}
+"""Fields added later, left out of a run's identity at the value that reproduces runs made before they existed
+(so those runs still resume)."""
 """Config fields that may differ when a run is resumed (e.g. ask for more rounds)."""
 
 
@@ -135,6 +138,10 @@ class DaggerConfig:
     (docs/control.md): 5 made no difference beyond run-to-run noise, hence off by default."""
     demos: str = ""
     """Optional ``grasp-s2r collect`` dataset used as round 0 (its first episodes_per_round episodes)."""
+    observable_expert: bool = False
+    """Where the learner does not see the sphere (out of view, a missed detection, a blanked step), label as an
+    agent without the sphere's position would act: back to where it was last seen, then a search (the expert's
+    RETURN / SEARCH phases). False: the privileged expert, which points at a sphere the learner cannot see."""
     bc_baseline: bool = True
     """Also train and evaluate behavior cloning at the same label budget every round."""
     workers: int = 2
@@ -177,7 +184,11 @@ class DaggerConfig:
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the run's results (not how many rounds, nor where it computes)."""
-        return json.loads(json.dumps({k: v for k, v in self.to_dict().items() if k not in _RESUMABLE_FIELDS}))
+        identity = {k: v for k, v in self.to_dict().items()
+                    if k not in _RESUMABLE_FIELDS and not (k in _LEGACY_VALUES and v == _LEGACY_VALUES[k])}
+        if not identity["policy"].get("memory"):  # a memoryless controller: as before memory existed
+            identity["policy"].pop("memory", None)
+        return json.loads(json.dumps(identity))
 
 
 def beta_for_round(round_index: int, schedule: str = "linear", rampdown_rounds: int = 3, decay: float = 0.5) -> float:
@@ -384,7 +395,8 @@ def _run_dagger(cfg: DaggerConfig, progress: bool = True, tb: TBLogger | None = 
     device = torch.device(cfg.device) if cfg.device else default_device()
     masks = make_mask_source(cfg.masks, cfg.vision_checkpoint, device)
     rows = completed_rows(out)
-    with open_runner(cfg.backend, cfg.env, cfg.workers, torch_threads=cfg.torch_threads) as pool:
+    with open_runner(cfg.backend, cfg.env, cfg.workers, torch_threads=cfg.torch_threads,
+                     observable_expert=cfg.observable_expert) as pool:
         run = _Run(cfg, pool, masks, device, progress)
         for r in range(len(rows), cfg.rounds):
             rows.append(run.round(r))

@@ -32,7 +32,7 @@ from grasp_s2r.stats import format_rate, wilson_interval
 EVAL_FORMAT = "grasp_s2r.eval"
 EVAL_FORMAT_VERSION = 1
 ISSUE_CONDITIONS = ("nominal", "heldout-backgrounds", "dynamics-shift", "moving-target", "perturbation",
-                    "table-photo", "start-out-of-view", "camera-miscalibration")
+                    "table-photo", "start-out-of-view", "camera-miscalibration", "dropout")
 """The conditions evaluated by default (issue 6's, then issue 12's)."""
 
 

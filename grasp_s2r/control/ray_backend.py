@@ -61,8 +61,9 @@ def _policy_bytes(policy: Policy) -> bytes:
 class _NodeRunner:
     """The Ray actor: one per node; a :class:`RolloutPool` and the models of the current run."""
 
-    def __init__(self, env: dict[str, Any], expert: dict[str, Any], workers: int, torch_threads: int):
-        self.pool = RolloutPool(EnvConfig.from_dict(env), workers, ExpertConfig(**expert))
+    def __init__(self, env: dict[str, Any], expert: dict[str, Any], workers: int, torch_threads: int,
+                 observable_expert: bool):
+        self.pool = RolloutPool(EnvConfig.from_dict(env), workers, ExpertConfig(**expert), observable_expert)
         self.torch_threads = torch_threads
         self._cache: dict[str, Any] = {}
 
@@ -109,8 +110,9 @@ class RayRunner:
     """Episode runner on Ray actors (see the module docstring); a context manager like :class:`RolloutPool`."""
 
     def __init__(self, env_config: EnvConfig, workers_per_actor: int = 1, expert_config: ExpertConfig | None = None,
-                 address: str = "", n_actors: int = 0, torch_threads: int = 1):
+                 address: str = "", n_actors: int = 0, torch_threads: int = 1, observable_expert: bool = False):
         self.ray = ray = import_ray()
+        self.observable_expert = observable_expert
         self.env_config, self.workers_per_actor, self.torch_threads = env_config, workers_per_actor, torch_threads
         self.expert_config = expert_config or ExpertConfig()
         self._started = not ray.is_initialized()
@@ -142,7 +144,7 @@ class RayRunner:
 
         return self._actor_cls.options(scheduling_strategy="SPREAD").remote(
             self.env_config.to_dict(), dataclasses.asdict(self.expert_config), self.workers_per_actor,
-            self.torch_threads)
+            self.torch_threads, self.observable_expert)
 
     def actor_pids(self) -> list[int]:
         return self.ray.get([a.pid.remote() for a in self.actors])

@@ -36,8 +36,8 @@ from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES, GraspEnv
 if TYPE_CHECKING:
     from grasp_s2r.control.policy import Policy
 
-_MIX_STREAM, _HOOK_STREAM = 1, 2
-"""Per-episode random streams: ``default_rng([seed, stream])`` (mixture coin; condition hooks)."""
+_MIX_STREAM, _HOOK_STREAM, _DROPOUT_STREAM = 1, 2, 5
+"""Per-episode random streams: ``default_rng([seed, stream])`` (mixture coin; condition hooks; mask dropout)."""
 
 
 def mix_actions(
@@ -120,18 +120,63 @@ class PredictedMasks(SegmenterMasks):
         """The file the segmenter was read from (what a remote backend ships to its actors)."""
 
 
-def _observation(env: GraspEnv, expert: Expert, hooks: EpisodeHooks, result: Any) -> dict[str, Any]:
+def _expert_memory(expert: Expert) -> tuple[Any, ...]:
+    return (None if expert.last_seen_world_m is None else expert.last_seen_world_m.copy(), expert.returned,
+            expert.waypoint)
+
+
+def _set_expert_memory(expert: Expert, memory: tuple[Any, ...]) -> None:
+    expert.last_seen_world_m, expert.returned, expert.waypoint = memory
+
+
+class _Labeller:
+    """The expert's label of a worker's current state.
+
+    Privileged (``observable=False``): the expert always knows where the sphere is. Observable: where the learner
+    does not see the sphere (its input mask is empty: out of view, a missed detection, a blanked step), the expert
+    acts as an agent without that knowledge could (go back to where it was last seen, then search). Whether the
+    learner sees it is known only in the main process, after segmentation; so the worker labels both cases and
+    keeps the expert's memory of each, and the next "step" message says which one happened.
+    """
+
+    def __init__(self, expert: Expert, observable: bool):
+        self.expert, self.observable = expert, observable
+        self.pending: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
+
+    def reset(self) -> None:
+        self.expert.reset()
+        self.pending = None
+
+    def commit(self, learner_saw: bool | None) -> None:
+        if self.pending is not None and learner_saw is not None:
+            _set_expert_memory(self.expert, self.pending[0] if learner_saw else self.pending[1])
+        self.pending = None
+
+    def label(self, env: GraspEnv) -> dict[str, Any]:
+        pv = env.privileged()
+        if not self.observable:
+            action, phase = self.expert.act(pv)
+            return {"action": action, "phase": int(phase)}
+        before = _expert_memory(self.expert)
+        seen, seen_phase = self.expert.act(pv, True)
+        after_seen = _expert_memory(self.expert)
+        _set_expert_memory(self.expert, before)
+        unseen, unseen_phase = self.expert.act(pv, False)
+        self.pending = (after_seen, _expert_memory(self.expert))
+        return {"action": seen, "phase": int(seen_phase), "action_unseen": unseen, "phase_unseen": int(unseen_phase)}
+
+
+def _observation(env: GraspEnv, labeller: _Labeller, hooks: EpisodeHooks, result: Any) -> dict[str, Any]:
     rgb, gt = hooks.observe(result.frame)
-    label, phase = expert.act(env.privileged())
     return {
         "rgb": rgb, "sphere_mask": gt, "gripper_mask": result.frame.gripper_mask, "proprio": result.proprio,
-        "action": label, "phase": int(phase), "state": env.get_state(), "success": bool(result.success),
+        **labeller.label(env), "state": env.get_state(), "success": bool(result.success),
         "done": bool(result.terminated or result.truncated),
     }
 
 
-def _worker(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any]) -> None:
-    """Env worker loop: ("reset", seed, condition dict) | ("step", action) | ("close",).
+def _worker(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any], observable: bool) -> None:
+    """Env worker loop: ("reset", seed, condition dict) | ("step", action, learner saw the sphere) | ("close",).
 
     Ctrl-C (or a SIGTERM) reaches the whole process group: the worker ignores both and leaves when the
     main process closes its pipe (or dies), so an interrupt is handled in one place and leaves no orphan.
@@ -139,7 +184,7 @@ def _worker(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any]
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     env = GraspEnv(EnvConfig.from_dict(env_config))
-    expert = Expert(env.config.scene, ExpertConfig(**expert_config))
+    labeller = _Labeller(Expert(env.config.scene, ExpertConfig(**expert_config)), observable)
     hooks: EpisodeHooks | None = None
     try:
         while True:
@@ -147,13 +192,15 @@ def _worker(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any]
             if msg[0] == "reset":
                 result = env.reset(msg[1])
                 hooks = EpisodeHooks(env, Condition.from_dict(msg[2]), np.random.default_rng([msg[1], _HOOK_STREAM]))
-                hooks.on_reset()
-                obs = _observation(env, expert, hooks, result)
+                result = hooks.on_reset() or result  # a condition that changed the scene re-renders step 0
+                labeller.reset()
+                obs = _observation(env, labeller, hooks, result)
                 obs["params"] = env.params.to_dict()
                 conn.send(obs)
             elif msg[0] == "step":
+                labeller.commit(msg[2])
                 result = env.step(hooks.before_step(msg[1]))
-                obs = _observation(env, expert, hooks, result)
+                obs = _observation(env, labeller, hooks, result)
                 if obs["done"]:
                     obs["events"] = hooks.events
                     obs["final_sphere_pos_world_m"] = env.sphere_pos_world_m().tolist()
@@ -207,6 +254,17 @@ def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None)
         raise VisionUnavailable(str(e)) from None
 
 
+def _blanked_steps(request: EpisodeRequest) -> frozenset[int]:
+    """Steps of an episode whose controller input mask is blanked (drawn from its seed: the same on every run)."""
+    steps = set(range(request.blind_start_steps))
+    lo, hi = request.condition.dropout_steps
+    if hi > 0:
+        rng = np.random.default_rng([request.seed, _DROPOUT_STREAM])
+        start = int(rng.integers(request.condition.dropout_start_step[0], request.condition.dropout_start_step[1] + 1))
+        steps |= set(range(start, start + int(rng.integers(lo, hi + 1))))
+    return frozenset(steps)
+
+
 class _Active:
     """Book-keeping of the episode running on one worker."""
 
@@ -218,6 +276,8 @@ class _Active:
         self.n_expert = 0
         self.blind_steps = 0
         """Consecutive steps with an empty controller input mask."""
+        self.blank_steps = _blanked_steps(request)
+        """Steps whose controller input mask is blank: the blind start, then the condition's dropout."""
         self.memory = EpisodeMemory()
         """The controller's memory of this episode (read only by a controller with memory)."""
         self.params: dict[str, Any] = {}
@@ -232,18 +292,23 @@ class RolloutPool:
     (:mod:`grasp_s2r.control.ray_backend`).
     """
 
-    def __init__(self, env_config: EnvConfig, n_workers: int, expert_config: ExpertConfig | None = None):
+    def __init__(self, env_config: EnvConfig, n_workers: int, expert_config: ExpertConfig | None = None,
+                 observable_expert: bool = False):
+        """``observable_expert``: label states where the learner does not see the sphere as an agent without its
+        position would act (return to where it was seen, search; see ``_Labeller``); False: privileged labels."""
         if n_workers < 1:
             raise ValueError(f"n_workers must be positive, got {n_workers}")
         self.env_config = env_config
         self.expert_config = expert_config or ExpertConfig()
+        self.observable_expert = observable_expert
         ctx = mp.get_context("spawn")
         self.conns, self.procs = [], []
         try:
             for _ in range(n_workers):
                 parent, child = ctx.Pipe()
                 proc = ctx.Process(target=_worker, daemon=True,
-                                   args=(child, env_config.to_dict(), dataclasses.asdict(self.expert_config)))
+                                   args=(child, env_config.to_dict(), dataclasses.asdict(self.expert_config),
+                                         observable_expert))
                 proc.start()
                 child.close()
                 self.conns.append(parent)
@@ -318,7 +383,7 @@ class RolloutPool:
             proprio = np.stack([obs[w]["proprio"] for w in ids])
             # the learner's step, the one GraspAgent runs (agent.learner_step): one batched segmenter call (if
             # predicted) and one controller call for all workers
-            blank = np.array([active[w].length < active[w].request.blind_start_steps for w in ids])
+            blank = np.array([active[w].length in active[w].blank_steps for w in ids])
             query = [j for j, w in enumerate(ids) if active[w].request.beta < 1]
             memory = np.stack([active[w].memory.features() for w in ids])
             step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query, memory=memory)
@@ -330,6 +395,9 @@ class RolloutPool:
                 if max_blind_steps is not None and ep.blind_steps > max_blind_steps:
                     stopped.add(w)  # this state is neither labelled nor acted on
                     continue
+                saw = bool(input_masks[j].any())
+                if "action_unseen" in o and not saw:  # observable expert: the label of a state without the sphere
+                    o["action"], o["phase"] = o["action_unseen"], o["phase_unseen"]
                 lrn = None if ep.request.beta >= 1 else learner[j]
                 executed, from_expert = mix_actions(o["action"], lrn, ep.request.beta, ep.rng)
                 ep.memory.update(input_masks[j], o["proprio"], executed[0])
@@ -340,7 +408,7 @@ class RolloutPool:
                             "executed_action": executed[0], "from_expert": from_expert[0]}
                     for k in _STEP_KEYS:
                         ep.steps[k].append(step[k])
-                self.conns[w].send(("step", executed[0]))
+                self.conns[w].send(("step", executed[0], saw))
             restarted = []
             for w in ids:
                 if w in stopped:
