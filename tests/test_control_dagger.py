@@ -191,3 +191,18 @@ def test_every_round_episode_holds_every_declared_feature(tmp_path):
         ds = EpisodeDataset(tmp_path / "run" / f"round-{r:03d}")
         for ep in ds:
             assert ep.features() == sorted(ds.meta["features"]), (r, ep.path)
+
+
+def test_training_episode_mixture_draws_each_kind_at_its_share(tmp_path):
+    from grasp_s2r.control.dagger import _Run
+
+    cfg = _tiny(tmp_path / "r", out_of_view_prob=0.5, table_photo_prob=0.25, dropout_prob=1.0, disturbance_prob=0.0,
+                blind_start_prob=0.0)
+    run = _Run(cfg, pool=None, masks=GroundTruthMasks(), device=torch.device("cpu"), progress=False)
+    reqs = [run.train_request(seed, beta=0.5) for seed in range(400)]
+    assert all(r.condition.dropout_steps == (3, 10) for r in reqs)
+    out_of_view = np.mean([r.condition.start_out_of_view_deg > 0 for r in reqs])
+    table = np.mean([r.condition.table_photos == "train" and r.condition.backgrounds == "" for r in reqs])
+    assert 0.42 < out_of_view < 0.58 and 0.18 < table < 0.32
+    assert reqs == [run.train_request(seed, beta=0.5) for seed in range(400)]  # drawn from the seed alone
+    assert "out_of_view_prob" in cfg.identity() and "out_of_view_prob" not in _tiny(tmp_path / "r").identity()

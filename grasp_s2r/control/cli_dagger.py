@@ -59,6 +59,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--xyz-loss", choices=("l1", "mse"), default=t.xyz_loss, help="default %(default)s")
     p.add_argument("--cnn-channels", default="", metavar="C1,C2,...",
                    help="add a CNN branch over the pooled mask with these channels (default: mask moments only)")
+    p.add_argument("--out-of-view-prob", type=float, default=d.out_of_view_prob, metavar="P",
+                   help="share of training episodes whose sphere starts out of view (default %(default)s)")
+    p.add_argument("--table-photo-prob", type=float, default=d.table_photo_prob, metavar="P",
+                   help="share of training episodes with a training photo as the table texture (default %(default)s)")
+    p.add_argument("--dropout-prob", type=float, default=d.dropout_prob, metavar="P",
+                   help="share of training episodes with the mask blanked 3-10 steps mid-approach "
+                        "(default %(default)s)")
     p.add_argument("--observable-expert", action="store_true",
                    help="label states where the controller does not see the sphere as return-then-search, not with "
                         "its hidden position")
@@ -91,6 +98,8 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
             vision_checkpoint=args.vision, backgrounds="" if args.raw_sim else "train", demos=args.demos,
             blind_cutoff_steps=args.blind_cutoff, blind_start_prob=args.blind_start_prob,
             disturbance_prob=args.disturbance_prob, observable_expert=args.observable_expert,
+            out_of_view_prob=args.out_of_view_prob, table_photo_prob=args.table_photo_prob,
+            dropout_prob=args.dropout_prob,
             bc_baseline=not args.no_bc, workers=args.workers, backend=backend_from_args(args), device=args.device,
             torch_threads=args.threads,
             seed=args.seed,

@@ -70,7 +70,7 @@ The scene default (4 mm, 2 deg, chosen for vision robustness) shifts where the T
 the image by up to ~8 mm per episode, more than the expert's 3.5 mm closing tolerance; a controller
 that sees only the mask cannot tell, so it learns on a camera calibrated to these tolerances."""
 _RESUMABLE_FIELDS = ("rounds", "workers", "backend", "device", "torch_threads")
-_LEGACY_VALUES = {"observable_expert": False}
+_LEGACY_VALUES = {"observable_expert": False, "out_of_view_prob": 0.0, "table_photo_prob": 0.0, "dropout_prob": 0.0}
 """Fields added later, left out of a run's identity at the value that reproduces runs made before they existed
 (so those runs still resume)."""
 """Config fields that may differ when a run is resumed (e.g. ask for more rounds)."""
@@ -138,6 +138,14 @@ class DaggerConfig:
     (docs/control.md): 5 made no difference beyond run-to-run noise, hence off by default."""
     demos: str = ""
     """Optional ``grasp-s2r collect`` dataset used as round 0 (its first episodes_per_round episodes)."""
+    out_of_view_prob: float = 0.0
+    """Share of training episodes whose sphere starts outside the camera's view (the ``start-out-of-view``
+    condition's placement): the learner must learn to search."""
+    table_photo_prob: float = 0.0
+    """Share of training episodes with a training photo as the sim table's texture (``table-photo``'s rendering,
+    with the training photos) instead of the composite."""
+    dropout_prob: float = 0.0
+    """Share of training episodes whose controller mask is blanked for 3-10 steps mid-approach (``dropout``)."""
     observable_expert: bool = False
     """Where the learner does not see the sphere (out of view, a missed detection, a blanked step), label as an
     agent without the sphere's position would act: back to where it was last seen, then a search (the expert's
@@ -169,9 +177,12 @@ class DaggerConfig:
             raise ValueError(f"eval_conditions must be names from {', '.join(CONDITIONS)}, got {self.eval_conditions}")
         if self.blind_cutoff_steps < 0:
             raise ValueError(f"blind_cutoff_steps must be >= 0, got {self.blind_cutoff_steps}")
-        if not (0.0 <= self.disturbance_prob <= 1.0 and 0.0 <= self.blind_start_prob <= 1.0):
-            raise ValueError(f"disturbance_prob and blind_start_prob must be in [0, 1], got "
-                             f"{self.disturbance_prob}, {self.blind_start_prob}")
+        shares = {"disturbance_prob": self.disturbance_prob, "blind_start_prob": self.blind_start_prob,
+                  "out_of_view_prob": self.out_of_view_prob, "table_photo_prob": self.table_photo_prob,
+                  "dropout_prob": self.dropout_prob}
+        bad = {k: v for k, v in shares.items() if not 0.0 <= v <= 1.0}
+        if bad:
+            raise ValueError(f"{', '.join(bad)} must be in [0, 1], got {', '.join(map(str, bad.values()))}")
         if not 0.0 <= self.beta_decay <= 1.0:
             raise ValueError(f"beta_decay must be in [0, 1], got {self.beta_decay}")
         if min(self.rounds, self.episodes_per_round, self.eval_episodes, self.workers, self.beta_rampdown_rounds) < 1:
@@ -244,8 +255,9 @@ class _Run:
             if CONDITIONS[c].backgrounds == "train" else CONDITIONS[c] for c in cfg.eval_conditions]
 
     def train_request(self, seed: int, beta: float) -> EpisodeRequest:
-        """A training episode: disturbed (the sphere pushed once) with probability ``disturbance_prob``, and
-        starting blind (empty input masks) with probability ``blind_start_prob``."""
+        """A training episode: disturbed (the sphere pushed once) with probability ``disturbance_prob``, starting
+        blind (empty input masks) with probability ``blind_start_prob``, and each of ``out_of_view_prob``,
+        ``table_photo_prob``, ``dropout_prob`` (independent draws, each from its own stream of the seed)."""
         rng = np.random.default_rng([seed, 3])
         condition = self.condition
         if rng.random() < self.cfg.disturbance_prob:
@@ -253,6 +265,15 @@ class _Run:
                                   perturb_distance_m=self.cfg.disturbance_distance_m,
                                   perturb_below_m=float(rng.uniform(*self.cfg.disturbance_below_m)),
                                   description="training episode with a push")
+        extra: dict[str, Any] = {}
+        if self.cfg.out_of_view_prob and np.random.default_rng([seed, 6]).random() < self.cfg.out_of_view_prob:
+            extra["start_out_of_view_deg"] = CONDITIONS["start-out-of-view"].start_out_of_view_deg
+        if self.cfg.table_photo_prob and np.random.default_rng([seed, 7]).random() < self.cfg.table_photo_prob:
+            extra.update(backgrounds="", table_photos="train")
+        if self.cfg.dropout_prob and np.random.default_rng([seed, 8]).random() < self.cfg.dropout_prob:
+            extra["dropout_steps"] = CONDITIONS["dropout"].dropout_steps
+        if extra:
+            condition = dataclasses.replace(condition, **extra)
         blind = np.random.default_rng([seed, 4])
         lo, hi = self.cfg.blind_start_steps
         n_blind = int(blind.integers(lo, hi + 1)) if blind.random() < self.cfg.blind_start_prob else 0
