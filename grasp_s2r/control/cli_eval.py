@@ -14,7 +14,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from grasp_s2r.cli import non_negative_int, positive_int, torch_device
 
     e = EvalConfig
-    p.add_argument("--policy", required=True, metavar="CKPT", help="controller checkpoint (OUT/policy.pt of dagger)")
+    p.add_argument("--policy", default="", metavar="CKPT",
+                   help="controller checkpoint, e.g. OUT/policy.pt of dagger (default: the shipped controller)")
     p.add_argument("--vision", default="", metavar="CKPT", help="segmenter checkpoint (default: the packaged one)")
     p.add_argument("--masks", choices=("predicted", "gt"), default=e.masks,
                    help="predicted: the whole pipeline; gt: ground-truth masks (default %(default)s)")
@@ -37,8 +38,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> EvalConfig:
     from pathlib import Path
 
+    from grasp_s2r.agent import default_controller_path
     from grasp_s2r.cli import UsageError
 
+    if not args.policy:
+        args.policy = str(default_controller_path())
+        if not Path(args.policy).is_file():
+            raise UsageError("no controller ships with this install; pass --policy (train one with 'grasp-s2r "
+                             "dagger --out DIR')")
     if not Path(args.policy).is_file():
         raise UsageError(f"no controller checkpoint at {args.policy}; train one with 'grasp-s2r dagger --out DIR'")
     if args.backgrounds and not Path(args.backgrounds).is_dir():
