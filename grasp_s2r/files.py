@@ -17,12 +17,16 @@ def atomic_write(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, a folder where the file should go, an interrupt: leave no temp file
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # --- artifact folders: what a folder holds, and who is writing into it -----------------------------------------
@@ -108,6 +112,8 @@ class ArtifactFolder:
             raise ValueError(f"unknown artifact kind {kind!r}")
         self.path, self.kind = Path(path), kind
         self._locked = False
+        self._created: list[Path] = []
+        """Folders this ``with`` created (the folder and missing parents, innermost first)."""
 
     def check(self) -> None:
         """Raise :class:`ArtifactError` if this command may not write into the folder (writes nothing)."""
@@ -115,6 +121,9 @@ class ArtifactFolder:
         if p.exists() and not p.is_dir():
             raise ArtifactError(f"{p} exists and is not a folder")
         if not p.is_dir():
+            above = next((a for a in p.absolute().parents if a.exists()), None)
+            if above is not None and not above.is_dir():
+                raise ArtifactError(f"cannot create {p}: {above} is not a folder")
             return
         kind = folder_kind(p)
         if kind is not None and kind != self.kind:
@@ -150,6 +159,7 @@ class ArtifactFolder:
 
     def __enter__(self) -> Self:
         self.check()
+        self._created = [a for a in (self.path, *self.path.absolute().parents) if not a.exists()]
         self.path.mkdir(parents=True, exist_ok=True)
         self._lock()
         marker = self.path / ARTIFACT_MARKER
@@ -158,7 +168,22 @@ class ArtifactFolder:
                                              "kind": self.kind, "package_version": __version__}, indent=2).encode())
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         if self._locked:
             (self.path / ARTIFACT_LOCK).unlink(missing_ok=True)
             self._locked = False
+        if exc_type is not None and self._created:
+            self._remove_if_unused()
+
+    def _remove_if_unused(self) -> None:
+        """After a failure: the folder this ``with`` created goes again if nothing but its marker was written (a
+        refused input leaves no trace); a folder holding any work is kept (resumable)."""
+        if not self.path.is_dir() or any(x.name != ARTIFACT_MARKER for x in self.path.iterdir()):
+            return
+        (self.path / ARTIFACT_MARKER).unlink(missing_ok=True)
+        for folder in self._created:  # innermost first; stops at the first one that is not empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        self._created = []

@@ -165,6 +165,14 @@ def config_from_args(args: argparse.Namespace) -> PipelineConfig:
 
     if args.backgrounds and not Path(args.backgrounds).is_dir():
         raise UsageError(f"--backgrounds {args.backgrounds} is not a folder")
+    if args.backgrounds:  # every stage reads them: a folder without usable photos is refused before collect starts
+        from grasp_s2r.vision.backgrounds import BackgroundError, load_backgrounds
+
+        try:
+            for split in ("train", "heldout"):
+                load_backgrounds(split, Path(args.backgrounds))
+        except BackgroundError as e:
+            raise UsageError(f"--backgrounds: {e}") from None
     return PipelineConfig(out=args.out, demo_episodes=args.demo_episodes, vision_steps=args.vision_steps,
                           vision_from_scratch=args.vision_from_scratch, backgrounds=args.backgrounds,
                           dagger_rounds=args.dagger_rounds, eval_episodes=args.eval_episodes, workers=args.workers)

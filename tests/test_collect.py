@@ -59,6 +59,17 @@ def test_same_seed_gives_the_same_episodes_whatever_the_workers(tmp_path):
     collect(CollectConfig(out=str(tmp_path / "a"), episodes=4, workers=1, seed=50), progress=False)
     collect(CollectConfig(out=str(tmp_path / "b"), episodes=4, workers=2, seed=50), progress=False)
     assert_same_episodes(tmp_path / "a", tmp_path / "b", range(4))
+    # byte for byte: every file of every episode (each feature's .npy and info.json) and the dataset's meta.json
+    a, b = tmp_path / "a", tmp_path / "b"
+    episodes = sorted(p.name for p in a.glob("episode-*"))
+    assert episodes == sorted(p.name for p in b.glob("episode-*")) and len(episodes) == 4
+    for name in episodes:
+        files = sorted(p.name for p in (a / name).iterdir())
+        assert files == sorted(p.name for p in (b / name).iterdir())
+        assert {f"{k}.npy" for k in EpisodeDataset(a).meta["features"]} <= set(files)
+        for f in files:
+            assert (a / name / f).read_bytes() == (b / name / f).read_bytes(), f"{name}/{f} differs"
+    assert (a / "meta.json").read_bytes() == (b / "meta.json").read_bytes()
 
 
 def test_kill_9_then_rerun_resumes_and_loses_nothing(tmp_path):

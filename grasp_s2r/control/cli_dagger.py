@@ -82,13 +82,52 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_env_arguments(p)
 
 
+def _channels(text: str) -> tuple[int, ...]:
+    """``--cnn-channels "16,32"`` -> (16, 32); anything but positive integers -> ValueError (one line)."""
+    parts = [c.strip() for c in text.split(",") if c.strip()]
+    if not all(c.isdigit() and int(c) > 0 for c in parts):
+        raise ValueError(f"--cnn-channels: expected positive integers C1,C2,..., got {text!r}")
+    return tuple(int(c) for c in parts)
+
+
+def check_inputs(cfg: DaggerConfig) -> None:
+    """The segmenter (--masks predicted) and --demos, checked before the run folder is made or written (run_dagger
+    would refuse them only after writing its run.json). Raises UsageError."""
+    import json
+
+    from grasp_s2r.cli import UsageError
+    from grasp_s2r.control.rollout import VisionUnavailable, make_mask_source
+    from grasp_s2r.data.episodes import DatasetError, EpisodeDataset
+
+    if cfg.masks == "predicted":
+        try:
+            make_mask_source(cfg.masks, cfg.vision_checkpoint, "cpu")
+        except VisionUnavailable as e:
+            raise UsageError(str(e)) from None
+    if cfg.demos:
+        try:
+            demos = EpisodeDataset(cfg.demos)
+        except DatasetError as e:
+            raise UsageError(f"--demos: {e}") from None
+        if len(demos) == 0:
+            raise UsageError(f"--demos: {cfg.demos} holds no finished episode")
+        theirs = demos.meta.get("config", {}).get("env")
+        mine = json.loads(json.dumps(cfg.env.to_dict()))
+        if theirs is not None:  # the check import_demos makes: randomization may differ, scene and camera not
+            differ = sorted(k for k in set(theirs) | set(mine) if k != "randomization" and theirs.get(k) != mine.get(k))
+            if differ:
+                raise UsageError(f"--demos {cfg.demos} were collected with another scene or camera than this run's "
+                                 f"(differs in {', '.join(differ)}); collect them with the same options, or leave "
+                                 "--demos out")
+
+
 def config_from_args(args: argparse.Namespace) -> DaggerConfig:
     from grasp_s2r.cli import UsageError
     from grasp_s2r.collect import env_config_from_args
 
     try:
         env = control_env_config(env_config_from_args(args), args.camera_jitter_mm, args.camera_jitter_deg)
-        channels = tuple(int(c) for c in args.cnn_channels.split(",") if c.strip())
+        channels = _channels(args.cnn_channels)
         return DaggerConfig(
             out=args.out, rounds=args.rounds, episodes_per_round=args.episodes_per_round,
             eval_episodes=args.eval_episodes,
@@ -119,12 +158,17 @@ def run(args: argparse.Namespace) -> int:
     from grasp_s2r.tblog import TensorBoardUnavailable, resolve_logdir
 
     cfg = config_from_args(args)
+    check_inputs(cfg)
     try:
         result = run_dagger(cfg, progress=not args.quiet, tensorboard=resolve_logdir(args.tensorboard, cfg.out))
-    except (VisionUnavailable, DatasetError, FileNotFoundError, BackendUnavailable, TensorBoardUnavailable) as e:
+    except FileNotFoundError as e:
+        if e.filename is not None:
+            raise  # a path that cannot be made (e.g. --out under /proc): the CLI's one line names it
+        raise UsageError(str(e)) from None
+    except (VisionUnavailable, DatasetError, BackendUnavailable, TensorBoardUnavailable) as e:
         raise UsageError(str(e)) from None
     except ValueError as e:
-        if "another config" in str(e) or "format" in str(e):
+        if "another config" in str(e) or "format" in str(e) or "controller checkpoint" in str(e):
             raise UsageError(str(e)) from None
         raise
     last = result.rows[-1]

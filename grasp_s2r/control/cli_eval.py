@@ -51,7 +51,7 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
     if args.backgrounds and not Path(args.backgrounds).is_dir():
         raise UsageError(f"--backgrounds {args.backgrounds} is not a folder")
     try:
-        return EvalConfig(
+        cfg = EvalConfig(
             policy=args.policy, vision=args.vision, masks=args.masks, episodes=args.episodes,
             conditions=tuple(c.strip() for c in args.conditions.split(",") if c.strip()),
             backgrounds=args.backgrounds, out=args.out, media_episodes=args.video, workers=args.workers,
@@ -59,6 +59,26 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
         )
     except ValueError as e:
         raise UsageError(str(e).splitlines()[0]) from None
+    _check_backgrounds(cfg)
+    return cfg
+
+
+def _check_backgrounds(cfg: EvalConfig) -> None:
+    """Your photos, read here once when a condition shows them: the env workers read them again, and a folder
+    without two readable photos would stop them mid-run."""
+    from grasp_s2r.cli import UsageError
+    from grasp_s2r.control.conditions import load_photos, resolve_condition
+    from grasp_s2r.vision.backgrounds import BackgroundError
+
+    if not cfg.backgrounds:
+        return
+    used = any(cfg.backgrounds in (c.backgrounds, c.table_photos)
+               for c in (resolve_condition(name, cfg.backgrounds) for name in cfg.conditions))
+    if used:
+        try:
+            load_photos(cfg.backgrounds)
+        except (BackgroundError, FileNotFoundError) as e:
+            raise UsageError(f"--backgrounds: {e}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +92,11 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     try:
         results = evaluate(cfg, progress=not args.quiet)
-    except (ValueError, VisionUnavailable, FileNotFoundError, BackendUnavailable) as e:
+    except FileNotFoundError as e:
+        if e.filename is not None:
+            raise  # a path that cannot be made (e.g. --out under /proc): the CLI's one line names it
+        raise UsageError(str(e).splitlines()[0]) from None
+    except (ValueError, VisionUnavailable, BackendUnavailable) as e:
         raise UsageError(str(e).splitlines()[0]) from None
     print(results_table(results))
     if args.out:

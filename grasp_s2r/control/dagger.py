@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +190,13 @@ class DaggerConfig:
             raise ValueError("rounds, episodes_per_round, eval_episodes, workers and beta_rampdown_rounds must be >= 1")
         if self.episodes_per_round > seeds.ROUND_STRIDE:
             raise ValueError(f"episodes_per_round must be <= {seeds.ROUND_STRIDE}")
+        if not 0.0 < self.train.lr < math.inf:
+            raise ValueError(f"lr must be a positive number, got {self.train.lr}")
+        if any(c < 1 for c in self.policy.channels):
+            raise ValueError(f"CNN channels must be positive, got {self.policy.channels}")
+        jitter = (self.env.randomization.camera_jitter_m, self.env.randomization.camera_jitter_deg)
+        if not all(0.0 <= j < math.inf for j in jitter):
+            raise ValueError(f"camera jitter must be finite and >= 0, got {jitter[0] * 1000:g} mm, {jitter[1]:g} deg")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -69,6 +69,8 @@ class EvalConfig:
         unknown = [c for c in self.conditions if c not in CONDITIONS]
         if unknown:
             raise ValueError(f"unknown condition(s) {', '.join(unknown)}; known: {', '.join(CONDITIONS)}")
+        if not self.conditions:
+            raise ValueError(f"no condition to evaluate; name one or more of {', '.join(CONDITIONS)}")
         if self.episodes < 1 or self.workers < 1 or self.media_episodes < 0:
             raise ValueError("episodes and workers must be >= 1, media_episodes >= 0")
 

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grasp_s2r.cli import UsageError, positive_int, torch_device
+from grasp_s2r.cli import UsageError, non_negative_int, positive_int, torch_device
 from grasp_s2r.vision.suites import SPLITS, SUITE_ALL, SUITES
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="heldout: held-out photos and seeds, to report on (default); val: training photos and "
                              "validation seeds, to choose recipes and thresholds on")
     parser.add_argument("--n-images", type=positive_int, default=1000, help="images per suite (default: 1000)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the suite's images (default: 1)")
+    parser.add_argument("--seed", type=non_negative_int, default=1, help="seed of the suite's images (default: 1)")
     parser.add_argument("--no-augment", action="store_true", help="same as --suite composites-clean")
     parser.add_argument("--backgrounds", type=Path, default=None,
                         help="your own photos folder, for held-out composites (default: embedded photos)")
@@ -99,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--{e}") from None
     suites = _suites(args)
     model = args.model or default_checkpoint_path()
+    if model.is_dir():
+        raise UsageError(f"--model {model} is a folder, not a checkpoint file (a training run's is RUN/model.pt)")
     cfg = EvalConfig(n_images=args.n_images, seed=args.seed, batch_size=args.batch_size, suite=suites[0],
                      split=args.split)
     folder = ArtifactFolder(args.out, "vision-eval")

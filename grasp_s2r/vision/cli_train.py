@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grasp_s2r.cli import UsageError, positive_int, torch_device
+from grasp_s2r.cli import UsageError, non_negative_int, positive_int, torch_device
 from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
 from grasp_s2r.vision.backgrounds import BackgroundError
 from grasp_s2r.vision.model import ARCHITECTURES
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image-size", type=positive_int, default=64, help="square input / camera size in px")
     parser.add_argument("--backgrounds", type=Path, default=None,
                         help="folder of your own background photos (default: the embedded scikit-image photos)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of weights and composites (default: 0)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of weights and composites (default: 0)")
     parser.add_argument("--val-every", type=positive_int, default=250, help="validate every N steps")
     parser.add_argument("--workers", type=int, default=0, help="DataLoader worker processes (default: 0)")
     parser.add_argument("--device", type=torch_device, default=None,
@@ -87,9 +88,24 @@ def parse_range(text: str, option: str) -> tuple[float, float]:
         lo, hi = (float(x) for x in text.split(","))
     except ValueError:
         raise ValueError(f"{option}: expected LO,HI, got {text!r}") from None
-    if not 0 < lo <= hi:
-        raise ValueError(f"{option}: expected 0 < LO <= HI, got {text!r}")
+    if not 0 < lo <= hi < math.inf:
+        raise ValueError(f"{option}: expected 0 < LO <= HI < inf, got {text!r}")
     return lo, hi
+
+
+def _check_inputs(cfg, args: argparse.Namespace) -> None:
+    """What ``train`` would refuse only after making its validation composites: checked first (one line, nothing
+    written). Raises TrainError / BackgroundError."""
+    from grasp_s2r.vision.backgrounds import load_backgrounds
+    from grasp_s2r.vision.train import TrainError, check_init_checkpoint
+
+    latest = args.out / "checkpoint-latest.pt"
+    if args.resume and not latest.is_file():
+        raise TrainError(f"--resume: {latest} does not exist")
+    if cfg.init_checkpoint and not args.resume:
+        check_init_checkpoint(cfg)
+    if args.backgrounds is not None:
+        load_backgrounds("train", args.backgrounds)  # the folder, its photo count and every training photo
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     if args.workers < 0:
         raise UsageError(f"--workers must be >= 0, got {args.workers}")
-    if args.lr <= 0:
-        raise UsageError(f"--lr must be positive, got {args.lr}")
+    if not 0 < args.lr < math.inf:
+        raise UsageError(f"--lr must be a positive number, got {args.lr}")
     device = torch.device(args.device) if args.device else None  # checked by the parser (cli.torch_device)
     data = TRAINING_DATA
     try:  # the configs check their own ranges
@@ -133,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
             init_checkpoint=str(args.init.resolve()) if args.init else "", data=data,
             dice_per_image=args.dice_per_image, calibration_images=args.calibration_images,
         )
+        _check_inputs(cfg, args)
         final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device, amp=args.amp,
                       progress=not args.no_progress, tensorboard=resolve_logdir(args.tensorboard, args.out))
     except (TrainError, BackgroundError, TensorBoardUnavailable) as e:

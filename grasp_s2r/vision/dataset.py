@@ -16,6 +16,7 @@ Streams never share photos or episode seeds with each other in a way that leaks 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,8 +60,8 @@ class BackgroundMix:
 
     def __post_init__(self) -> None:
         weights = dataclasses.astuple(self)
-        if min(weights) < 0 or sum(weights) <= 0:
-            raise ValueError(f"background mix weights must be >= 0 with a positive sum, got {self}")
+        if not all(0 <= w < math.inf for w in weights) or sum(weights) <= 0:
+            raise ValueError(f"background mix weights must be finite, >= 0 with a positive sum, got {self}")
 
     @property
     def per_item(self) -> dict[str, float]:

@@ -189,8 +189,9 @@ def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
         raise TrainError(f"--resume with a different config ({what}); use the original options or another --out")
 
 
-def _load_initial_weights(model: torch.nn.Module, cfg: TrainConfig) -> None:
-    """Start from the weights of ``cfg.init_checkpoint``; it must be the same network at the same input size."""
+def check_init_checkpoint(cfg: TrainConfig) -> dict[str, Any]:
+    """The checkpoint of ``cfg.init_checkpoint``, read and checked to be the same network at the same input size;
+    :class:`TrainError` (one line) otherwise. ``train-vision`` calls it before anything is made or written."""
     try:
         init = read_checkpoint(Path(cfg.init_checkpoint))
     except CheckpointError as e:
@@ -201,7 +202,12 @@ def _load_initial_weights(model: torch.nn.Module, cfg: TrainConfig) -> None:
         raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
                          f"{tuple(init['input_hw'])} px, this run is {cfg.architecture} {cfg.arch_kwargs} at "
                          f"{cfg.image_size_px} px")
-    model.load_state_dict(init["state_dict"])
+    return init
+
+
+def _load_initial_weights(model: torch.nn.Module, cfg: TrainConfig) -> None:
+    """Start from the weights of ``cfg.init_checkpoint``; it must be the same network at the same input size."""
+    model.load_state_dict(check_init_checkpoint(cfg)["state_dict"])
 
 
 def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
