@@ -87,8 +87,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="grasp-s2r", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"grasp_s2r {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+    parser.command_parsers = {}  # type: ignore[attr-defined]
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
+        parser.command_parsers[name] = p  # type: ignore[attr-defined]
         if only is None or only == name:
             importlib.import_module(module).add_arguments(p)
     return parser
@@ -98,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if a in COMMANDS), None)
     parser = build_parser(only=command)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # reported by the command's own parser, so that the line names the command
+        parser.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     module = importlib.import_module(COMMANDS[args.command][0])
     from grasp_s2r.files import ArtifactError
 

@@ -149,3 +149,15 @@ def test_blind_start_blanks_only_the_controllers_first_masks():
     assert policy.seen_pixels[plain.length:plain.length + 4] == [0, 0, 0, 0]
     for key in ("sphere_mask", "action", "executed_action"):
         np.testing.assert_array_equal(blind.arrays[key], plain.arrays[key])
+
+
+def test_a_failing_worker_raises_its_own_exception_in_the_main_process(tmp_path):
+    """A worker's exception (here: a photo folder that does not exist) is raised by RolloutPool.run as itself,
+    chained to the worker's traceback; the pool stays closable and nothing hangs."""
+    from grasp_s2r.control.conditions import Condition
+    from grasp_s2r.control.rollout import WorkerError
+
+    bad = Condition(name="bad", backgrounds=str(tmp_path / "no-such-photos"))
+    with RolloutPool(SHORT, 1) as pool, pytest.raises(FileNotFoundError, match="no-such-photos") as e:
+        pool.run([EpisodeRequest(seed=1, beta=1.0, condition=bad)], None, GroundTruthMasks(), progress=False)
+    assert isinstance(e.value.__cause__, WorkerError) and "Traceback" in str(e.value.__cause__)

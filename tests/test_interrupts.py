@@ -67,7 +67,7 @@ def _interrupt(argv: list[str], ready: Callable[[], bool], sig: int, tmp: Path, 
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grasp_s2r.cli", *argv], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "grasp_s2r.cli", *argv], check=False, capture_output=True, text=True,
                           timeout=600)
 
 
@@ -110,14 +110,14 @@ def test_eval_interrupted(tmp_path: Path) -> None:
 
 def test_train_vision_interrupted_keeps_its_steps_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "vision"
-    argv = ["train-vision", "--out", str(out), "--steps", "300", "--batch-size", "4", "--width", "8",
+    argv = ["train-vision", "--out", str(out), "--steps", "100", "--batch-size", "4", "--width", "8",
             "--val-every", "1000", "--workers", "1", "--device", "cpu", "--calibration-images", "0", "--no-progress"]
     training_since: list[float] = []
 
     def training() -> bool:  # a few seconds into the optimizer steps, before the first periodic checkpoint
         if not training_since and "parameters on" in (tmp_path / "stdout.txt").read_text():
             training_since.append(time.monotonic())
-        return bool(training_since) and time.monotonic() - training_since[0] > 3
+        return bool(training_since) and time.monotonic() - training_since[0] > 2
 
     _interrupt(argv, training, signal.SIGINT, tmp_path)
     assert (out / "checkpoint-latest.pt").is_file(), "the interrupt did not keep the steps done"

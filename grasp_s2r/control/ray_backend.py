@@ -33,7 +33,14 @@ from typing import TYPE_CHECKING, Any, Self
 from tqdm import tqdm
 
 from grasp_s2r.control.backend import RAY_INSTALL_HINT, BackendUnavailable
-from grasp_s2r.control.rollout import EpisodeRecord, EpisodeRequest, GroundTruthMasks, MaskSource, RolloutPool
+from grasp_s2r.control.rollout import (
+    SUMMARY_KEYS,
+    EpisodeRecord,
+    EpisodeRequest,
+    GroundTruthMasks,
+    MaskSource,
+    RolloutPool,
+)
 from grasp_s2r.expert.fsm import ExpertConfig
 from grasp_s2r.sim.config import EnvConfig
 
@@ -224,7 +231,7 @@ class RayRunner:
                     out[i] = rec
                     if on_episode is not None:
                         on_episode(rec)
-                        rec.arrays = {}
+                        rec.arrays, rec.info = {}, {k: rec.info[k] for k in SUMMARY_KEYS}
                     bar.update(1)
         finally:
             bar.close()

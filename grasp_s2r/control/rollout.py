@@ -17,6 +17,7 @@ import dataclasses
 import multiprocessing as mp
 import signal
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -175,20 +176,29 @@ def _observation(env: GraspEnv, labeller: _Labeller, hooks: EpisodeHooks, result
     }
 
 
+class WorkerError(RuntimeError):
+    """An env worker process failed (its traceback is the message) or died."""
+
+
 def _worker(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any], observable: bool) -> None:
     """Env worker loop: ("reset", seed, condition dict) | ("step", action, learner saw the sphere) | ("close",).
 
     Ctrl-C (or a SIGTERM) reaches the whole process group: the worker ignores both and leaves when the
     main process closes its pipe (or dies), so an interrupt is handled in one place and leaves no orphan.
+    An exception is sent to the main process (which raises it there) and ends the worker.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    env = GraspEnv(EnvConfig.from_dict(env_config))
-    labeller = _Labeller(Expert(env.config.scene, ExpertConfig(**expert_config)), observable)
+    env: GraspEnv | None = None
     hooks: EpisodeHooks | None = None
     try:
+        env = GraspEnv(EnvConfig.from_dict(env_config))
+        labeller = _Labeller(Expert(env.config.scene, ExpertConfig(**expert_config)), observable)
         while True:
-            msg = conn.recv()
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):  # the main process closed the pipe or died: leave quietly
+                return
             if msg[0] == "reset":
                 result = env.reset(msg[1])
                 hooks = EpisodeHooks(env, Condition.from_dict(msg[2]), np.random.default_rng([msg[1], _HOOK_STREAM]))
@@ -196,7 +206,6 @@ def _worker(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any]
                 labeller.reset()
                 obs = _observation(env, labeller, hooks, result)
                 obs["params"] = env.params.to_dict()
-                conn.send(obs)
             elif msg[0] == "step":
                 labeller.commit(msg[2])
                 result = env.step(hooks.before_step(msg[1]))
@@ -204,15 +213,27 @@ def _worker(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any]
                 if obs["done"]:
                     obs["events"] = hooks.events
                     obs["final_sphere_pos_world_m"] = env.sphere_pos_world_m().tolist()
-                conn.send(obs)
             else:
                 return
-    except (EOFError, OSError):  # the main process closed the pipe or died: leave quietly
-        return
+            try:
+                conn.send(obs)
+            except (BrokenPipeError, OSError):
+                return
+    except Exception as e:  # noqa: BLE001 - every failure goes to the main process, which raises it
+        try:
+            conn.send({"worker_error": e, "traceback": traceback.format_exc()})
+        except Exception:  # noqa: BLE001 - unpicklable exception, or the pipe is gone
+            try:
+                conn.send({"worker_error": WorkerError(traceback.format_exc()), "traceback": ""})
+            except Exception:  # noqa: BLE001, S110
+                pass
     finally:
-        env.close()
+        if env is not None:
+            env.close()
 
 
+SUMMARY_KEYS = ("seed", "success", "length", "request_index", "condition")
+"""What a record keeps of its info once ``on_episode`` has taken the episode."""
 _STEP_KEYS = ("rgb", "sphere_mask", "gripper_mask", "input_mask", "proprio", "action", "learner_action", "executed_action",
               "from_expert", "phase", "state")
 _DTYPES = {"rgb": np.uint8, "sphere_mask": bool, "gripper_mask": bool, "input_mask": bool, "proprio": np.float32, "action": np.float32,
@@ -374,7 +395,7 @@ class RolloutPool:
         for w in range(min(len(self.conns), len(queue))):
             start(w)
         for w in list(active):
-            obs[w] = self.conns[w].recv()
+            obs[w] = self._recv(w)
             active[w].params = obs[w].pop("params")
         while active:
             ids = sorted(active)
@@ -414,23 +435,34 @@ class RolloutPool:
                 if w in stopped:
                     obs[w] = {**obs[w], "success": False, "stopped_blind": True}
                 else:
-                    obs[w] = self.conns[w].recv()
+                    obs[w] = self._recv(w)
                     if not obs[w]["done"]:
                         continue
                 rec = self._finish(active.pop(w), obs[w])
                 out[rec.info["request_index"]] = rec
-                if on_episode is not None:
+                if on_episode is not None:  # handed over: keep only the summary, memory stays flat on long runs
                     on_episode(rec)
-                    rec.arrays = {}
+                    rec.arrays, rec.info = {}, {k: rec.info[k] for k in SUMMARY_KEYS}
                 bar.update(1)
                 if queue:
                     start(w)
                     restarted.append(w)
             for w in restarted:
-                obs[w] = self.conns[w].recv()
+                obs[w] = self._recv(w)
                 active[w].params = obs[w].pop("params")
         bar.close()
         return [r for r in out if r is not None]
+
+    def _recv(self, w: int) -> dict[str, Any]:
+        """Worker ``w``'s reply; its exception is raised here (chained to a WorkerError holding its traceback)."""
+        try:
+            reply = self.conns[w].recv()
+        except (EOFError, OSError):
+            self.procs[w].join(timeout=1.0)
+            raise WorkerError(f"env worker {w} died (exit code {self.procs[w].exitcode})") from None
+        if "worker_error" in reply:
+            raise reply["worker_error"] from WorkerError(f"in env worker {w}:\n{reply['traceback']}")
+        return reply
 
     @staticmethod
     def _finish(ep: _Active, last: dict[str, Any]) -> EpisodeRecord:
