@@ -6,9 +6,11 @@ import numpy as np
 import pybullet as pb
 import pytest
 
+from grasp_s2r.expert.fsm import Expert
 from grasp_s2r.sim.camera import decode_segmentation
 from grasp_s2r.sim.config import CameraConfig, EnvConfig, SceneConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES, GraspEnv
+from grasp_s2r.sim.robot import substep_gain
 
 
 def test_decode_segmentation_splits_object_and_link():
@@ -116,3 +118,63 @@ def test_randomization_changes_visuals_between_seeds(env):
     env.reset(seed=21)
     assert env.params != p20
     assert not np.array_equal(env.render().rgb, rgb20)
+
+
+def test_a_scene_saved_before_issue_16_loads_the_physics_it_was_made_with():
+    # GIVEN a config dict as the code before issue 16 saved it: every scene field of then, 240 Hz physics
+    old = EnvConfig().to_dict()
+    for name in ("free_space_physics_hz", "constraint_solver", "contact_breaking_threshold",
+                 "deterministic_overlapping_pairs", "ik_iterations"):
+        del old["scene"][name]
+    old["scene"]["physics_hz"] = 240.0
+    # WHEN loaded, THEN it runs the physics of then; a partial dict gets today's defaults
+    assert EnvConfig.from_dict(old).scene == SceneConfig().with_pre_issue_16_physics()
+    assert EnvConfig.from_dict({"scene": {"physics_hz": 120.0}}).scene.constraint_solver == "dantzig"
+    with pytest.raises(ValueError, match="constraint_solver"):
+        SceneConfig(constraint_solver="lemke")
+
+
+def test_motor_gains_close_the_same_share_of_the_error_in_one_control_step_at_any_rate():
+    assert substep_gain(0.1, 24) == 0.1  # the reference rate keeps its gains exactly
+    for substeps in (4, 6, 12):
+        assert (1 - substep_gain(0.1, substeps)) ** substeps == pytest.approx(0.9**24)
+
+
+def episode_arrays(env, seed, other=None):
+    """States and images of an expert episode; ``other`` (an env) steps in between, as another env would."""
+    expert = Expert(env.config.scene)
+    r, out = env.reset(seed), []
+    while not (r.terminated or r.truncated):
+        r = env.step(expert.act(env.privileged())[0])
+        out.append((env.get_state(), r.frame.rgb))
+        if other is not None:
+            other.step(np.array([0.0, 0.0, -1.0, 1.0]))
+    return out
+
+
+def test_same_seed_same_episode_even_next_to_an_env_with_other_physics():
+    # Bullet's contact breaking threshold is one number per process: each env sets its own before it simulates
+    with GraspEnv() as a, GraspEnv(EnvConfig(scene=SceneConfig().with_pre_issue_16_physics())) as b:
+        first = episode_arrays(a, seed=30)
+        b.reset(seed=31)
+        second = episode_arrays(a, seed=30, other=b)
+    assert len(first) == len(second)
+    for (s1, rgb1), (s2, rgb2) in zip(first, second):
+        np.testing.assert_array_equal(s1, s2)
+        np.testing.assert_array_equal(rgb1, rgb2)
+
+
+def test_free_space_steps_move_the_arm_as_contact_rate_steps_do():
+    # GIVEN two envs, one simulating free space at 10 Hz (1 substep), one always at 40 Hz (4 substeps)
+    with GraspEnv() as fast, GraspEnv(EnvConfig(scene=SceneConfig(free_space_physics_hz=40.0))) as full:
+        for e in (fast, full):
+            e.reset(seed=3)
+        assert not fast.contact_possible()  # the start pose is 18 cm above the table
+        # WHEN both take the same free-space steps, THEN the arm ends in the same place (exact velocity motors)
+        for action in ([1.0, -0.5, -1.0, -1.0], [-0.3, 0.8, 0.2, 1.0], [0.0, 0.0, 1.0, -1.0]):
+            for e in (fast, full):
+                e.step(np.array(action))
+            np.testing.assert_allclose(fast.robot.joint_state()[:7], full.robot.joint_state()[:7], atol=1e-9)
+        # and over the sphere the step runs at the contact rate
+        fast.robot.teleport(fast.sphere_pos_world_m() + [0.0, 0.0, 0.03], fast.config.scene.finger_open_m)
+        assert fast.contact_possible()

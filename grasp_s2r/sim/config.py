@@ -89,8 +89,32 @@ class SceneConfig:
     """Max force of each finger motor."""
     control_hz: float = 10.0
     """Control (policy) rate."""
-    physics_hz: float = 240.0
-    """Physics rate; ``physics_hz / control_hz`` substeps per env step."""
+    physics_hz: float = 40.0
+    """Physics rate of an env step that may see a contact: ``physics_hz / control_hz`` substeps (240 before
+    issue 16; docs/scene.md, *Physics and the cost of a step*). The motor gains are scaled to the substeps
+    (``robot.substep_gain``), so an action moves the arm as far in one env step at any rate."""
+    free_space_physics_hz: float = 10.0
+    """Physics rate of an env step in which nothing can touch the sphere or the table (the gripper is farther from
+    both than it can move in a step and the sphere rests): only the arm moves, its motors are exact velocity
+    constraints, and one substep moves it exactly as the 4 of ``physics_hz`` do. 240 (no such steps) before
+    issue 16."""
+    constraint_solver: str = "dantzig"
+    """PyBullet's constraint solver: ``"dantzig"`` (MLCP: solves this small scene's motors and contacts exactly) or
+    ``"pgs"`` (PyBullet's default, 50 projected Gauss-Seidel iterations: too few to converge once the fingers squeeze
+    the sphere, and at 40-80 Hz they squeeze through it; the solver before issue 16)."""
+    contact_breaking_threshold: float = 0.5
+    """PyBullet's ``contactBreakingThreshold``, which Bullet scales by each shape's size (3.4 mm for the sphere):
+    bodies closer than that get a contact before they touch, so a closing finger meets the sphere in the substep
+    it gets there, not one substep later and millimetres inside it (which bats the sphere away at 40-60 Hz).
+    One number per process: each env sets its own before it simulates. 0.02 (Bullet's default) before issue 16."""
+    deterministic_overlapping_pairs: bool = True
+    """PyBullet's ``deterministicOverlappingPairs``: contacts are solved in an order that does not depend on what
+    the env simulated before. Needed with the threshold above, which keeps pairs of bodies alive from one episode
+    to the next: without it a seed would not give the same episode twice in one env. False before issue 16."""
+    ik_iterations: int = 15
+    """Iterations of PyBullet's damped-least-squares IK per env step (50 before issue 16). Its null-space pull to
+    the rest pose leaves the solution 2 mm off the target however many are run; with 15, from the same state and
+    action, the TCP lands 0.75 mm (median) from where the physics before issue 16 puts it."""
     max_action_step_m: float = 0.02
     """An action of 1.0 moves the TCP target this far along an axis in one env step."""
     max_episode_steps: int = 80
@@ -104,6 +128,14 @@ class SceneConfig:
     def substeps(self) -> int:
         return max(1, round(self.physics_hz / self.control_hz))
 
+    @property
+    def free_space_substeps(self) -> int:
+        return max(1, round(self.free_space_physics_hz / self.control_hz))
+
+    def with_pre_issue_16_physics(self) -> SceneConfig:
+        """This scene with the physics every scene had before issue 16 (240 Hz, PGS; slower, for comparisons)."""
+        return dataclasses.replace(self, physics_hz=240.0, **PRE_ISSUE_16_PHYSICS)
+
     def __post_init__(self) -> None:
         if not 0.002 <= self.sphere_diameter_m <= 0.036:
             raise ValueError(
@@ -111,6 +143,25 @@ class SceneConfig:
             )
         if self.max_episode_steps < 1:
             raise ValueError(f"max_episode_steps must be positive, got {self.max_episode_steps}")
+        if not self.physics_hz >= self.free_space_physics_hz >= self.control_hz > 0:
+            raise ValueError("need physics_hz >= free_space_physics_hz >= control_hz > 0, got "
+                             f"{self.physics_hz}, {self.free_space_physics_hz} and {self.control_hz}")
+        if self.constraint_solver not in CONSTRAINT_SOLVERS:
+            raise ValueError(f"constraint_solver must be one of {CONSTRAINT_SOLVERS}, got {self.constraint_solver!r}")
+        if not self.contact_breaking_threshold > 0:
+            raise ValueError(f"contact_breaking_threshold must be positive, got {self.contact_breaking_threshold}")
+        if self.ik_iterations < 1:
+            raise ValueError(f"ik_iterations must be positive, got {self.ik_iterations}")
+
+
+CONSTRAINT_SOLVERS = ("dantzig", "pgs")
+"""Values of :attr:`SceneConfig.constraint_solver`."""
+PRE_ISSUE_16_PHYSICS: dict[str, Any] = {
+    "free_space_physics_hz": 240.0, "constraint_solver": "pgs", "contact_breaking_threshold": 0.02,
+    "deterministic_overlapping_pairs": False, "ik_iterations": 50,
+}
+"""The physics of scenes saved before these fields existed (their ``physics_hz``, 240, is saved with them):
+:meth:`EnvConfig.from_dict` gives them these values, so old checkpoints and datasets keep their dynamics."""
 
 
 @dataclass(frozen=True)
@@ -133,9 +184,13 @@ class EnvConfig:
                 raise ValueError(f"unknown {kind.__name__} fields: {sorted(unknown)}")
             return kind(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
 
+        scene = dict(d.get("scene", {}))
+        if set(scene) == {f.name for f in dataclasses.fields(SceneConfig)} - set(PRE_ISSUE_16_PHYSICS):
+            # every field but the new ones: saved before issue 16, so it loads the physics it was made with
+            scene = {**PRE_ISSUE_16_PHYSICS, **scene}
         return cls(
             camera=build(CameraConfig, d.get("camera", {})),
-            scene=build(SceneConfig, d.get("scene", {})),
+            scene=build(SceneConfig, scene),
             randomization=build(RandomizationConfig, d.get("randomization", {})),
         )
 

@@ -7,6 +7,7 @@ Action (4,) in [-1, 1]: TCP displacement (x, y, z) in the world frame, in units 
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import cv2
 import numpy as np
 import pybullet as pb
 
+from grasp_s2r.sim import c_output_silenced
 from grasp_s2r.sim.camera import Frame, WristCamera, camera_pose_world
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.randomization import (
@@ -36,6 +38,11 @@ STATE_NAMES = tuple(
 )
 """Layout of the flat simulator state vector (float64) returned by :meth:`GraspEnv.get_state`."""
 _TABLE_HALF_M = 0.5
+_FREE_SPACE_MARGIN_M = 0.06
+"""An env step runs at ``free_space_physics_hz`` when the robot is farther than this from the sphere and the
+table and the sphere rests: in one control step the TCP moves at most 3.5 cm (2 cm along each axis) and a finger
+closes at most 2 cm."""
+_FINGERTIPS_BELOW_TCP_M = 0.005
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,12 @@ class GraspEnv:
         self.client = pb.connect(pb.DIRECT)
         s = self.config.scene
         pb.setTimeStep(1.0 / s.physics_hz, physicsClientId=self.client)
+        if s.deterministic_overlapping_pairs:
+            pb.setPhysicsEngineParameter(deterministicOverlappingPairs=1, physicsClientId=self.client)
+        if s.constraint_solver == "dantzig":
+            with c_output_silenced():  # PyBullet prints the switch
+                pb.setPhysicsEngineParameter(constraintSolverType=pb.CONSTRAINT_SOLVER_LCP_DANTZIG,
+                                             physicsClientId=self.client)
         pb.setGravity(0, 0, -9.81, physicsClientId=self.client)
         self._build_table()
         self.robot = Robot(self.client, s)
@@ -115,6 +128,7 @@ class GraspEnv:
     # --- episode ----------------------------------------------------------------------------
     def reset(self, seed: int, params: EpisodeParams | None = None) -> StepResult:
         """Start the episode of ``seed`` (its randomization drawn from the seed unless given)."""
+        self._own_contact_threshold()
         self.seed = int(seed)
         self.params = params or sample_episode_params(self.config, np.random.default_rng(self.seed))
         self._apply_visuals(self.params)
@@ -141,18 +155,48 @@ class GraspEnv:
         if self.params is None:
             raise RuntimeError("call reset(seed) before step()")
         s = self.config.scene
+        substeps = s.substeps if self.contact_possible() else s.free_space_substeps
+        if substeps != self.robot.substeps:
+            pb.setTimeStep(1.0 / (s.control_hz * substeps), physicsClientId=self.client)
+            self.robot.substeps = substeps  # the motor gains follow
         self.robot.command(a[:3] * s.max_action_step_m, close=a[3] > 0)
-        for _ in range(s.substeps):
+        self._own_contact_threshold()
+        for _ in range(substeps):
             pb.stepSimulation(physicsClientId=self.client)
         self.steps += 1
         return self._result()
 
+    def contact_possible(self) -> bool:
+        """Whether the coming env step may see a contact (the gripper near the sphere or the table) or a moving
+        sphere, and so runs at ``physics_hz``; otherwise only the arm moves, at ``free_space_physics_hz``."""
+        s = self.config.scene
+        if s.free_space_substeps == s.substeps:
+            return True
+        # the gripper, pointing down, is the lowest part of the arm
+        if self.robot.tcp_pos_world_m()[2] - s.table_height_m < _FREE_SPACE_MARGIN_M + _FINGERTIPS_BELOW_TCP_M:
+            return True
+        pos, _ = pb.getBasePositionAndOrientation(self.sphere_uid, physicsClientId=self.client)
+        vel, _ = pb.getBaseVelocity(self.sphere_uid, physicsClientId=self.client)
+        if abs(pos[2] - s.table_height_m - s.sphere_radius_m) > 0.001 or math.hypot(*vel) > 0.005:
+            return True  # held, falling, rolling or sliding
+        return len(pb.getClosestPoints(self.robot.uid, self.sphere_uid, _FREE_SPACE_MARGIN_M,
+                                       physicsClientId=self.client)) > 0
+
+    def _own_contact_threshold(self) -> None:
+        """Bullet's contact breaking threshold is one number for the whole process: set this env's before its
+        physics runs (another env in the process may use another)."""
+        pb.setPhysicsEngineParameter(contactBreakingThreshold=self.config.scene.contact_breaking_threshold,
+                                     physicsClientId=self.client)
+
     def _result(self) -> StepResult:
-        success = self.is_success()
-        fell = self.sphere_pos_world_m()[2] < self.config.scene.table_height_m - 0.05
+        s = self.config.scene
+        sphere_z = self.sphere_pos_world_m()[2]
+        lifted = sphere_z - (s.table_height_m + s.sphere_radius_m) >= s.lift_success_m
+        success = bool(lifted and all(self.robot.touches(self.sphere_uid)))  # = is_success(), contacts only if lifted
+        fell = sphere_z < s.table_height_m - 0.05
         return StepResult(
             frame=self.render(), proprio=self.proprio(), success=success,
-            terminated=success or fell, truncated=self.steps >= self.config.scene.max_episode_steps,
+            terminated=success or fell, truncated=self.steps >= s.max_episode_steps,
         )
 
     # --- observation ------------------------------------------------------------------------
@@ -203,6 +247,7 @@ class GraspEnv:
         state = np.asarray(state, dtype=float)
         if state.shape != (len(STATE_NAMES),):
             raise ValueError(f"state must have shape ({len(STATE_NAMES)},), got {state.shape}")
+        self._own_contact_threshold()
         self.robot.set_joint_state(state[:18])
         pb.resetBasePositionAndOrientation(self.sphere_uid, state[18:21], state[21:25], physicsClientId=self.client)
         pb.resetBaseVelocity(self.sphere_uid, state[25:28], state[28:31], physicsClientId=self.client)

@@ -24,12 +24,30 @@ TCP_DOWN_QUAT_XYZW = tuple(pb.getQuaternionFromEuler([np.pi, 0.0, 0.0]))
 """Gripper pointing down: palm +z (towards the fingertips) is world -z; palm +x is world +x."""
 _REST_POSE_RAD = (0.0, 0.55, 0.0, -1.45, 0.0, 1.15, 0.0)
 _ARM_FORCE_N = 300.0
+_ARM_POSITION_GAIN = 0.1
+"""PyBullet's default position gain, which the arm motors had at 240 Hz (24 substeps per control step)."""
+_FINGER_POSITION_GAIN = 0.05
+_REFERENCE_SUBSTEPS = 24
+"""The motor gains above are per substep at this many substeps per control step."""
 _TCP_MIN_ABOVE_TABLE_M = 0.006
 """Lowest TCP target above the table: the fingertips sit 5 mm below the TCP."""
 
 
 def urdf_path() -> str:
     return str(resources.files("grasp_s2r.sim") / "assets" / URDF_NAME)
+
+
+def substep_gain(gain: float, substeps: int) -> float:
+    """The position gain that makes ``substeps`` physics substeps close the share of a joint's error that
+    :data:`_REFERENCE_SUBSTEPS` substeps close with ``gain``.
+
+    PyBullet's position motor asks for the velocity ``gain * error / dt``: unhindered, each substep closes ``gain``
+    of the error and ``n`` of them leave ``(1 - gain) ** n``. So an action moves the arm (and the fingers) as far in
+    one control step at any physics rate.
+    """
+    if substeps == _REFERENCE_SUBSTEPS:
+        return gain
+    return 1.0 - (1.0 - gain) ** (_REFERENCE_SUBSTEPS / substeps)
 
 
 class Robot:
@@ -56,6 +74,17 @@ class Robot:
         for link in (FINGER_LEFT_LINK, FINGER_RIGHT_LINK):
             pb.changeDynamics(self.uid, link, lateralFriction=scene.finger_friction,
                               spinningFriction=0.001, physicsClientId=client)
+        # one motor command for the 9 joints: arm then fingers
+        self._motor_joints = list(ARM_JOINTS + FINGER_JOINTS)
+        self._motor_forces = [_ARM_FORCE_N] * len(ARM_JOINTS) + [scene.finger_force_n] * len(FINGER_JOINTS)
+        self.substeps = scene.substeps
+        """Physics substeps of the coming env step: the motor gains are scaled to them."""
+        self._gains: dict[int, list[float]] = {}
+        cx, cy = scene.spawn_center_world_m
+        self._target_lo = np.array([cx - scene.workspace_half_extent_m, cy - scene.workspace_half_extent_m,
+                                    scene.table_height_m + _TCP_MIN_ABOVE_TABLE_M])
+        self._target_hi = np.array([cx + scene.workspace_half_extent_m, cy + scene.workspace_half_extent_m,
+                                    scene.table_height_m + scene.workspace_max_height_m])
         self.tcp_target_world_m = np.zeros(3)
         self.gripper_closed = False
 
@@ -64,7 +93,7 @@ class Robot:
         q = pb.calculateInverseKinematics(
             self.uid, TCP_LINK, list(tcp_world_m), TCP_DOWN_QUAT_XYZW,
             lowerLimits=self._lower, upperLimits=self._upper, jointRanges=self._ranges,
-            restPoses=self._rest, maxNumIterations=50, residualThreshold=1e-5,
+            restPoses=self._rest, maxNumIterations=self.scene.ik_iterations, residualThreshold=1e-5,
             physicsClientId=self.client,
         )
         return list(q[: len(ARM_JOINTS)])
@@ -83,13 +112,7 @@ class Robot:
         self.apply_targets()
 
     def clip_target(self, tcp_world_m: np.ndarray) -> np.ndarray:
-        s = self.scene
-        cx, cy = s.spawn_center_world_m
-        lo = np.array([cx - s.workspace_half_extent_m, cy - s.workspace_half_extent_m,
-                       s.table_height_m + _TCP_MIN_ABOVE_TABLE_M])
-        hi = np.array([cx + s.workspace_half_extent_m, cy + s.workspace_half_extent_m,
-                       s.table_height_m + s.workspace_max_height_m])
-        return np.clip(tcp_world_m, lo, hi)
+        return np.clip(tcp_world_m, self._target_lo, self._target_hi)
 
     def command(self, delta_tcp_world_m: np.ndarray, close: bool) -> None:
         """Move the TCP target to the measured TCP + ``delta_tcp_world_m`` (3,); open or close.
@@ -102,17 +125,19 @@ class Robot:
         self.apply_targets()
 
     def apply_targets(self) -> None:
-        pb.setJointMotorControlArray(
-            self.uid, list(ARM_JOINTS), pb.POSITION_CONTROL,
-            targetPositions=self._ik(self.tcp_target_world_m),
-            forces=[_ARM_FORCE_N] * len(ARM_JOINTS), physicsClientId=self.client,
-        )
+        """Arm motors to the IK solution of the TCP target, finger motors open or closed (one PyBullet call)."""
         finger_target = 0.0 if self.gripper_closed else self.scene.finger_open_m
         pb.setJointMotorControlArray(
-            self.uid, list(FINGER_JOINTS), pb.POSITION_CONTROL,
-            targetPositions=[finger_target] * 2, forces=[self.scene.finger_force_n] * 2,
-            positionGains=[0.05] * 2, physicsClientId=self.client,
+            self.uid, self._motor_joints, pb.POSITION_CONTROL,
+            targetPositions=self._ik(self.tcp_target_world_m) + [finger_target] * len(FINGER_JOINTS),
+            forces=self._motor_forces, positionGains=self._motor_gains(self.substeps), physicsClientId=self.client,
         )
+
+    def _motor_gains(self, substeps: int) -> list[float]:
+        if substeps not in self._gains:
+            self._gains[substeps] = ([substep_gain(_ARM_POSITION_GAIN, substeps)] * len(ARM_JOINTS)
+                                     + [substep_gain(_FINGER_POSITION_GAIN, substeps)] * len(FINGER_JOINTS))
+        return self._gains[substeps]
 
     # --- proprioception ---------------------------------------------------------------------
     def link_pose_world(self, link: int) -> tuple[np.ndarray, np.ndarray]:
