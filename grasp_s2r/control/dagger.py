@@ -210,6 +210,16 @@ class DaggerConfig:
         return json.loads(json.dumps(identity))
 
 
+LOST_SPHERE_RECIPE: dict[str, Any] = {
+    "observable_expert": True, "out_of_view_prob": 0.3, "dropout_prob": 0.3, "table_photo_prob": 0.2,
+    "policy": PolicyConfig(memory=True),
+}
+"""The training recipe of the shipped controller and of ``grasp-s2r pipeline``: a controller with memory, labels
+of an expert that does not see what the learner does not see, and training episodes that lose the sphere (start
+out of view, dropout) or show a photo as the table (``grasp-s2r dagger --memory --observable-expert
+--out-of-view-prob 0.3 --dropout-prob 0.3 --table-photo-prob 0.2``)."""
+
+
 def beta_for_round(round_index: int, schedule: str = "linear", rampdown_rounds: int = 3, decay: float = 0.5) -> float:
     """Probability that the expert's action is executed in round ``round_index`` (round 0: 1)."""
     if schedule == "linear":
