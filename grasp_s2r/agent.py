@@ -48,8 +48,8 @@ from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 ACTION_NAMES = ("dx", "dy", "dz", "gripper")
 """Action components: TCP displacement (table frame, units of ``max_action_step_m``), gripper (> 0 closes)."""
 CONTROLLER_FILE = "controller.pt"
-"""Name of a controller shipped in ``grasp_s2r/weights/`` (none ships at present: see :func:`default_controller_path`)."""
-NO_CONTROLLER = ("no controller ships with grasp_s2r; train one with 'grasp-s2r pipeline --out runs/pipeline' "
+"""Name of the controller shipped in ``grasp_s2r/weights/`` (see :func:`default_controller_path`)."""
+NO_CONTROLLER = ("no controller ships with this install of grasp_s2r; train one with 'grasp-s2r pipeline --out runs/pipeline' "
                  "(writes runs/pipeline/dagger/policy.pt) or 'grasp-s2r dagger --out DIR' (writes DIR/policy.pt), "
                  "then GraspAgent.load(controller=PATH)")
 
@@ -195,7 +195,8 @@ class AgentBatch:
 
 
 def default_controller_path() -> Path:
-    """Where a shipped controller would be (``grasp_s2r/weights/controller.pt``); none ships at present."""
+    """The shipped controller (``grasp_s2r/weights/controller.pt``: ``grasp-s2r dagger`` with
+    ``dagger.LOST_SPHERE_RECIPE`` over the shipped segmenter's masks; docs/control.md gives the command)."""
     return Path(str(resources.files("grasp_s2r") / "weights" / CONTROLLER_FILE))
 
 

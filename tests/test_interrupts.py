@@ -15,6 +15,7 @@ import pytest
 
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
+from grasp_s2r.vision.segmenter import read_checkpoint
 
 EXIT_WITHIN_S = 5.0
 
@@ -39,7 +40,7 @@ def _interrupt(argv: list[str], ready: Callable[[], bool], sig: int, tmp: Path, 
     with open(err_path, "wb") as err, open(tmp / "stdout.txt", "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "grasp_s2r.cli", *argv], stdout=out,
                                 stderr=err, start_new_session=True)
-        pgid = proc.pid
+        pgid = _interrupt.pgid = proc.pid  # type: ignore[attr-defined]
         deadline = time.monotonic() + timeout_s
         try:
             while not ready():
@@ -86,6 +87,19 @@ def test_collect_interrupted_then_resumed(tmp_path: Path, sig: int) -> None:
     assert f"{40 - kept} new this run" in r.stdout
 
 
+def test_interrupt_while_the_workers_are_still_starting(tmp_path: Path) -> None:
+    """Ctrl-C while the spawned workers import their modules: they started with it ignored, so no traceback."""
+    out = tmp_path / "demos"
+    argv = ["collect", "--episodes", "40", "--workers", "2", "--out", str(out)]
+    started: list[int] = []
+
+    def workers_alive() -> bool:  # the group holds the command and its two workers, which are importing
+        started.append(1)
+        return len(started) > 1 and _group_size(_interrupt.pgid) >= 3
+
+    _interrupt(argv, workers_alive, signal.SIGINT, tmp_path)
+
+
 def test_dagger_interrupted_then_resumed(tmp_path: Path) -> None:
     out = tmp_path / "dagger"
     argv = ["dagger", "--out", str(out), "--rounds", "2", "--episodes-per-round", "12", "--eval-episodes", "4",
@@ -108,22 +122,20 @@ def test_eval_interrupted(tmp_path: Path) -> None:
     assert not (out / "eval.json").exists()
 
 
-def test_train_vision_interrupted_keeps_its_steps_and_resumes(tmp_path: Path) -> None:
+def test_train_vision_interrupted_keeps_its_steps(tmp_path: Path) -> None:
     out = tmp_path / "vision"
-    argv = ["train-vision", "--out", str(out), "--steps", "100", "--batch-size", "4", "--width", "8",
-            "--val-every", "1000", "--workers", "1", "--device", "cpu", "--calibration-images", "0", "--no-progress"]
+    argv = ["train-vision", "--out", str(out), "--steps", "5000", "--batch-size", "4", "--width", "8",
+            "--val-every", "5000", "--workers", "1", "--device", "cpu", "--calibration-images", "0", "--no-progress"]
     training_since: list[float] = []
 
-    def training() -> bool:  # a few seconds into the optimizer steps, before the first periodic checkpoint
+    def training() -> bool:  # some seconds into the optimizer steps, long before the first periodic checkpoint
         if not training_since and "parameters on" in (tmp_path / "stdout.txt").read_text():
             training_since.append(time.monotonic())
-        return bool(training_since) and time.monotonic() - training_since[0] > 2
+        return bool(training_since) and time.monotonic() - training_since[0] > 6
 
     _interrupt(argv, training, signal.SIGINT, tmp_path)
-    assert (out / "checkpoint-latest.pt").is_file(), "the interrupt did not keep the steps done"
-    r = _run([*argv, "--resume"])
-    assert r.returncode == 0, r.stderr
-    assert (out / "model.pt").is_file()
+    ckpt = read_checkpoint(out / "checkpoint-latest.pt")  # written by the interrupt: the steps done are kept
+    assert 0 < ckpt["step"] < 5000 and ckpt["optimizer"] is not None
 
 
 def test_pipeline_interrupted(tmp_path: Path) -> None:

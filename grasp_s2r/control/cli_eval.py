@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="predicted: the whole pipeline; gt: ground-truth masks (default %(default)s)")
     p.add_argument("--episodes", type=positive_int, default=e.episodes, help="per condition (default %(default)s)")
     p.add_argument("--conditions", default=",".join(ISSUE_CONDITIONS),
-                   help=f"comma-separated, from: {', '.join(CONDITIONS)} (default: %(default)s)")
+                   help=f"comma-separated, from: {', '.join(CONDITIONS)}; or 'all' (default: %(default)s)")
     p.add_argument("--backgrounds", default="", metavar="DIR",
                    help="your own photos for heldout-backgrounds (default: the embedded held-out photos)")
     p.add_argument("--out", default="", metavar="DIR", help="write eval.json, <condition>.png strips and .gif videos")
@@ -53,7 +53,8 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
     try:
         cfg = EvalConfig(
             policy=args.policy, vision=args.vision, masks=args.masks, episodes=args.episodes,
-            conditions=tuple(c.strip() for c in args.conditions.split(",") if c.strip()),
+            conditions=tuple(CONDITIONS) if args.conditions.strip() == "all" else
+            tuple(c.strip() for c in args.conditions.split(",") if c.strip()),
             backgrounds=args.backgrounds, out=args.out, media_episodes=args.video, workers=args.workers,
             device=args.device, torch_threads=args.threads, backend=backend_from_args(args),
         )

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing as mp
-import signal
 import time
 import traceback
 from collections import deque
@@ -31,6 +30,7 @@ from grasp_s2r.agent import SegmenterMasks, learner_step
 from grasp_s2r.control.conditions import Condition, EpisodeHooks
 from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.expert.fsm import Expert, ExpertConfig
+from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES, GraspEnv
 
@@ -187,8 +187,7 @@ def _worker(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any]
     main process closes its pipe (or dies), so an interrupt is handled in one place and leaves no orphan.
     An exception is sent to the main process (which raises it there) and ends the worker.
     """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ignore_interrupts_in_child()
     env: GraspEnv | None = None
     hooks: EpisodeHooks | None = None
     try:
@@ -325,15 +324,16 @@ class RolloutPool:
         ctx = mp.get_context("spawn")
         self.conns, self.procs = [], []
         try:
-            for _ in range(n_workers):
-                parent, child = ctx.Pipe()
-                proc = ctx.Process(target=_worker, daemon=True,
-                                   args=(child, env_config.to_dict(), dataclasses.asdict(self.expert_config),
-                                         observable_expert))
-                proc.start()
-                child.close()
-                self.conns.append(parent)
-                self.procs.append(proc)
+            with children_ignore_interrupts():
+                for _ in range(n_workers):
+                    parent, child = ctx.Pipe()
+                    proc = ctx.Process(target=_worker, daemon=True,
+                                       args=(child, env_config.to_dict(), dataclasses.asdict(self.expert_config),
+                                             observable_expert))
+                    proc.start()
+                    child.close()
+                    self.conns.append(parent)
+                    self.procs.append(proc)
         except BaseException:
             self.close()
             raise

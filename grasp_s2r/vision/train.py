@@ -28,6 +28,7 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from grasp_s2r.files import ArtifactFolder, atomic_write
+from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
 from grasp_s2r.tblog import TBLogger
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.calibrate import calibrate_checkpoint
@@ -223,6 +224,11 @@ def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_
                       progress=progress, tb=tb)
 
 
+def _dataloader_worker_init(worker_id: int) -> None:
+    """A DataLoader worker ignores Ctrl-C (its parent handles it) and stays stoppable by SIGTERM."""
+    ignore_interrupts_in_child(ignore_sigterm=False)
+
+
 def _train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
           device: torch.device | None = None, amp: str = "auto", progress: bool = True,
           tb: TBLogger | None = None) -> Path:
@@ -282,6 +288,7 @@ def _train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds
     loader = DataLoader(
         train_set, batch_size=cfg.batch_size, sampler=range(step * cfg.batch_size, cfg.steps * cfg.batch_size),
         num_workers=cfg.workers, multiprocessing_context="spawn" if cfg.workers > 0 else None,
+        worker_init_fn=_dataloader_worker_init if cfg.workers > 0 else None,
         pin_memory=device.type == "cuda",
     )
     model.train()
@@ -291,8 +298,10 @@ def _train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds
     precision = "bf16 autocast" if use_amp else "fp32"
     print(f"train-vision: {count_parameters(model):,} parameters on {device} ({precision}), steps {step} -> {cfg.steps}")
     step_at_start = step
+    with children_ignore_interrupts():  # the DataLoader's workers start here; Ctrl-C is this process's to handle
+        batches = iter(loader)
     try:
-        for x, y in loader:
+        for x, y in batches:
             for group in optimizer.param_groups:
                 group["lr"] = cfg.lr * _lr_factor(step, cfg)
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)

@@ -1,0 +1,72 @@
+"""Ctrl-C and SIGTERM are handled by the main process alone; the processes it starts are deaf to Ctrl-C from birth.
+
+A terminal's Ctrl-C reaches the whole process group. A child that has not yet set up its own handling (a spawned
+worker still importing torch or PyBullet) would die of it with a traceback of its own; a parent interrupted while
+it hands a child its pickled arguments would leave that child reading a truncated pickle (another traceback).
+So inside :func:`children_ignore_interrupts`:
+
+- SIGINT and SIGTERM are *deferred* in the parent: recorded, then raised again when the block ends (with the
+  handlers of before: Ctrl-C becomes the KeyboardInterrupt it would have been); a block is a process start, from
+  milliseconds to a few seconds (a DataLoader worker reads its arguments while importing torch);
+- each ``spawn`` start forks and execs with both *ignored* (multiprocessing's ``spawnv_passfds``, wrapped): an
+  ignored signal stays ignored across ``exec``, so the child ignores them from its first instruction.
+
+The children call :func:`ignore_interrupts_in_child` first thing. The parent catches the interrupt, stops its
+children (they also leave when its pipes close) and says how to resume (``grasp_s2r.cli``). Hand-written: no
+library does this; it is a few lines around one stdlib function.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from multiprocessing import util as mp_util
+from typing import Any
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def children_ignore_interrupts() -> Iterator[None]:
+    """Processes spawned inside this block are born ignoring SIGINT and SIGTERM; one of those that reaches this
+    process meanwhile is raised again when the block ends (see the module docstring). Outside the main thread,
+    where Python cannot change handlers: nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def defer(signum: int, frame: object) -> None:
+        pending.append(signum)
+
+    spawn = mp_util.spawnv_passfds
+
+    def spawn_ignoring_interrupts(path: Any, args: Any, passfds: Any) -> int:
+        for s in INTERRUPTS:
+            signal.signal(s, signal.SIG_IGN)
+        try:
+            return spawn(path, args, passfds)
+        finally:
+            for s in INTERRUPTS:
+                signal.signal(s, defer)
+
+    previous = {s: signal.signal(s, defer) for s in INTERRUPTS}
+    mp_util.spawnv_passfds = spawn_ignoring_interrupts
+    try:
+        yield
+    finally:
+        mp_util.spawnv_passfds = spawn
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if pending:  # through the handler of before: Ctrl-C -> KeyboardInterrupt, SIGTERM -> the CLI's, ...
+            signal.raise_signal(pending[0])
+
+
+def ignore_interrupts_in_child(ignore_sigterm: bool = True, *_: object) -> None:
+    """First thing in a child process: keep ignoring Ctrl-C, and SIGTERM unless ``ignore_sigterm`` is False (e.g. for
+    DataLoader workers, which their parent may stop with SIGTERM: default action). Extra positional arguments are
+    accepted so that it can serve as a ``worker_init_fn``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN if ignore_sigterm else signal.SIG_DFL)
