@@ -80,6 +80,7 @@ def test_committed_without_outputs(path: Path):
     assert not left, f"{path.name} holds outputs ({', '.join(left)}): run `python tests/test_notebooks.py --strip`"
 
 
+@pytest.mark.slow  # a minute or more each; CI runs them (.ci/run runs every test)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path: Path, tmp_path: Path):
     nb = nbformat.read(path, as_version=4)

@@ -84,6 +84,7 @@ def _ray_processes() -> set[int]:
             if "ray::" in line or "raylet" in line or "gcs_server" in line or "grasp_s2r.control.rollout" in line}
 
 
+@pytest.mark.slow  # starts its own Ray runtime in a subprocess
 def test_interrupted_ray_driver_leaves_nothing(tmp_path: Path) -> None:
     before = _ray_processes()
     out = tmp_path / "demos"

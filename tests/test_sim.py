@@ -96,11 +96,14 @@ def test_two_envs_in_one_process_are_independent():
         for _ in range(3):
             a.step(np.array([0.0, 0.0, -1.0, 1.0]))
         np.testing.assert_array_equal(b.sphere_pos_world_m(), pos_b)
-        assert not pb.isConnected(-5)
+        client_a, client_b = a.client, b.client
+        assert pb.isConnected(client_a) and pb.isConnected(client_b)
+        a.close()  # closing one disconnects its own client only
+        assert not pb.isConnected(client_a) and pb.isConnected(client_b)
     finally:
         a.close()
         b.close()
-    assert not pb.isConnected(a.client)
+    assert not pb.isConnected(client_b)
 
 
 def test_config_rejects_bad_values():
