@@ -140,6 +140,8 @@ def read_policy_blob(path: Path) -> dict[str, Any]:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - torch raises UnpicklingError, RuntimeError, EOFError... for bad files
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if reason.startswith("Weights only load failed"):  # torch's paragraph about its weights_only default
+            reason = "not a torch file of tensors and plain data: something else, or a pickle that would run code"
         raise ValueError(f"{path} is not a readable controller checkpoint ({reason[:200]})") from None
     if not isinstance(blob, dict):
         raise ValueError(f"{path} is not a controller checkpoint (it holds a {type(blob).__name__})")  # noqa: TRY004
