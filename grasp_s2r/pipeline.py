@@ -69,7 +69,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     import torch
 
     from grasp_s2r.collect import CollectConfig, collect
-    from grasp_s2r.control.dagger import LOST_SPHERE_RECIPE, DaggerConfig, run_dagger
+    from grasp_s2r.control.dagger import DaggerConfig, run_dagger
     from grasp_s2r.control.evaluate import EvalConfig as ControlEvalConfig
     from grasp_s2r.control.evaluate import evaluate as evaluate_policy
     from grasp_s2r.control.evaluate import results_table
@@ -118,7 +118,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
 
     t = _stage("train the controller with DAgger over predicted masks", 4, total)
     d = run_dagger(DaggerConfig(out=str(out / "dagger"), rounds=cfg.dagger_rounds, demos=str(demos),
-                                vision_checkpoint=str(model), workers=cfg.workers, seed=cfg.seed, **LOST_SPHERE_RECIPE))
+                                vision_checkpoint=str(model), workers=cfg.workers, seed=cfg.seed))
     seconds["dagger"] = time.perf_counter() - t
 
     t = _stage("evaluate end to end: wrist RGB -> mask -> controller -> action", 5, total)
