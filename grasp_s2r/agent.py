@@ -85,6 +85,11 @@ class LearnerStep:
     """Wall time of the controller forward pass, milliseconds (0 when no row was queried)."""
 
 
+def reads_memory(policy: Any) -> bool:
+    """Whether ``policy`` reads the episode memory (``Policy`` with ``cfg.memory``; a memoryless ``act`` takes none)."""
+    return bool(getattr(getattr(policy, "cfg", None), "memory", False))
+
+
 def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], policy: Any, rgb: np.ndarray,
                  proprio: np.ndarray, *, gt_mask: np.ndarray | None = None, blank: np.ndarray | None = None,
                  query: Sequence[int] | None = None, memory: np.ndarray | None = None) -> LearnerStep:
@@ -109,8 +114,7 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     if rows:
         if policy is None:
             raise ValueError("a policy is needed to act on queried rows")
-        wants_memory = getattr(getattr(policy, "cfg", None), "memory", False)  # a memoryless act() takes none
-        extra = {"memory": np.asarray(memory)[rows]} if memory is not None and wants_memory else {}
+        extra = {"memory": np.asarray(memory)[rows]} if memory is not None and reads_memory(policy) else {}
         actions[rows] = policy.act(input_masks[rows], np.asarray(proprio)[rows], **extra)
     t2 = time.perf_counter()
     return LearnerStep(masks=input_masks, actions=actions, mask_ms=1e3 * (t1 - t0),

@@ -43,7 +43,7 @@ def test_table_texture_code_is_shared_and_crops_as_the_vision_backgrounds_do(rng
     from grasp_s2r.vision import simviews
     from grasp_s2r.vision.backgrounds import random_crop
 
-    assert simviews.photo_texture is photo_texture
+    assert simviews.photo_texture is photo_texture and random_crop is crop_resize  # one crop for both
     photo = rng.integers(0, 255, (120, 170, 3), dtype=np.uint8)
     for seed in range(5):
         a = crop_resize(photo, (32, 48), np.random.default_rng(seed), 0.15, 0.9)

@@ -34,12 +34,12 @@ from tqdm import tqdm
 
 from grasp_s2r.control.backend import RAY_INSTALL_HINT, BackendUnavailable
 from grasp_s2r.control.rollout import (
-    SUMMARY_KEYS,
     EpisodeRecord,
     EpisodeRequest,
     GroundTruthMasks,
     MaskSource,
     RolloutPool,
+    hand_over,
 )
 from grasp_s2r.expert.fsm import ExpertConfig
 from grasp_s2r.sim.config import EnvConfig
@@ -229,9 +229,7 @@ class RayRunner:
                     if out[i] is not None:  # cannot happen: a shard's results arrive once; kept as a guard
                         continue
                     out[i] = rec
-                    if on_episode is not None:
-                        on_episode(rec)
-                        rec.arrays, rec.info = {}, {k: rec.info[k] for k in SUMMARY_KEYS}
+                    hand_over(rec, on_episode)
                     bar.update(1)
         finally:
             bar.close()

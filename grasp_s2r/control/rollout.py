@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 import numpy as np
 from tqdm import tqdm
 
-from grasp_s2r.agent import SegmenterMasks, learner_step
+from grasp_s2r.agent import SegmenterMasks, learner_step, reads_memory
 from grasp_s2r.control.conditions import Condition, EpisodeHooks
 from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.expert.fsm import Expert, ExpertConfig
@@ -233,6 +233,14 @@ def _worker(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any]
 
 SUMMARY_KEYS = ("seed", "success", "length", "request_index", "condition")
 """What a record keeps of its info once ``on_episode`` has taken the episode."""
+
+
+def hand_over(rec: EpisodeRecord, on_episode: Callable[[EpisodeRecord], None] | None) -> None:
+    """Give a finished episode to ``on_episode`` (e.g. to write it); the record then keeps only its summary, so that
+    a long run holds only the episodes in flight. Without ``on_episode`` the record is kept whole."""
+    if on_episode is not None:
+        on_episode(rec)
+        rec.arrays, rec.info = {}, {k: rec.info[k] for k in SUMMARY_KEYS}
 _STEP_KEYS = ("rgb", "sphere_mask", "gripper_mask", "input_mask", "proprio", "action", "learner_action", "executed_action",
               "from_expert", "phase", "state")
 _DTYPES = {"rgb": np.uint8, "sphere_mask": bool, "gripper_mask": bool, "input_mask": bool, "proprio": np.float32, "action": np.float32,
@@ -381,6 +389,7 @@ class RolloutPool:
         """
         if policy is None and any(r.beta < 1 for r in requests):
             raise ValueError("a policy is needed for episodes with beta < 1")
+        with_memory = reads_memory(policy)  # the memory is kept only for a controller that reads it
         queue = deque(enumerate(requests))
         active: dict[int, _Active] = {}
         obs: dict[int, dict[str, Any]] = {}
@@ -406,7 +415,7 @@ class RolloutPool:
             # predicted) and one controller call for all workers
             blank = np.array([active[w].length in active[w].blank_steps for w in ids])
             query = [j for j, w in enumerate(ids) if active[w].request.beta < 1]
-            memory = np.stack([active[w].memory.features() for w in ids])
+            memory = np.stack([active[w].memory.features() for w in ids]) if with_memory else None
             step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query, memory=memory)
             input_masks, learner = step.masks, step.actions
             stopped = set()
@@ -421,7 +430,8 @@ class RolloutPool:
                     o["action"], o["phase"] = o["action_unseen"], o["phase_unseen"]
                 lrn = None if ep.request.beta >= 1 else learner[j]
                 executed, from_expert = mix_actions(o["action"], lrn, ep.request.beta, ep.rng)
-                ep.memory.update(input_masks[j], o["proprio"], executed[0])
+                if with_memory:
+                    ep.memory.update(input_masks[j], o["proprio"], executed[0])
                 ep.length += 1
                 ep.n_expert += int(from_expert[0])
                 if ep.record:
@@ -440,9 +450,7 @@ class RolloutPool:
                         continue
                 rec = self._finish(active.pop(w), obs[w])
                 out[rec.info["request_index"]] = rec
-                if on_episode is not None:  # handed over: keep only the summary, memory stays flat on long runs
-                    on_episode(rec)
-                    rec.arrays, rec.info = {}, {k: rec.info[k] for k in SUMMARY_KEYS}
+                hand_over(rec, on_episode)
                 bar.update(1)
                 if queue:
                     start(w)

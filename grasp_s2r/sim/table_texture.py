@@ -35,7 +35,7 @@ def crop_resize(photo_rgb: np.ndarray, out_hw: tuple[int, int], rng: np.random.G
     """A random crop of ``photo_rgb`` (H, W, 3) resized to ``out_hw``: random scale, aspect, flips, 90 deg turns.
 
     ``min_scale`` / ``max_scale``: the crop's side as a fraction of the photo's shorter side. Returns uint8
-    (out_h, out_w, 3). The same draws and pixels as ``vision.backgrounds.random_crop`` (a test holds them equal).
+    (out_h, out_w, 3). The crop of the segmenter's composites too (``vision.backgrounds.random_crop``).
     """
     h, w = photo_rgb.shape[:2]
     side = rng.uniform(min_scale, max_scale) * min(h, w)

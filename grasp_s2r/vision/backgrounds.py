@@ -15,6 +15,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from grasp_s2r.sim.table_texture import crop_resize
+
 SPLITS = ("train", "heldout")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 """File types accepted as user backgrounds (case-insensitive)."""
@@ -122,29 +124,9 @@ def load_backgrounds(split: str, directory: Path | None = None) -> list[np.ndarr
     return [load(n) for n in names]
 
 
-def random_crop(photo_rgb: np.ndarray, out_hw: tuple[int, int], rng: np.random.Generator,
-                min_scale: float = 0.08, max_scale: float = 0.9) -> np.ndarray:
-    """A random crop of ``photo_rgb`` (H, W, 3) resized to ``out_hw``: random scale, aspect, flips, 90 deg turns.
-
-    ``min_scale`` / ``max_scale``: the crop's side as a fraction of the photo's shorter side.
-    Returns uint8 (out_h, out_w, 3).
-    """
-    h, w = photo_rgb.shape[:2]
-    side = rng.uniform(min_scale, max_scale) * min(h, w)
-    aspect = np.exp(rng.uniform(-0.3, 0.3))
-    ch = int(np.clip(round(side * aspect), 4, h))
-    cw = int(np.clip(round(side / aspect), 4, w))
-    y0 = int(rng.integers(0, h - ch + 1))
-    x0 = int(rng.integers(0, w - cw + 1))
-    crop = photo_rgb[y0:y0 + ch, x0:x0 + cw]
-    if rng.random() < 0.5:
-        crop = crop[:, ::-1]
-    if rng.random() < 0.5:
-        crop = crop[::-1]
-    crop = np.rot90(crop, k=int(rng.integers(0, 4)))
-    out_h, out_w = out_hw
-    interp = cv2.INTER_AREA if crop.shape[0] > out_h else cv2.INTER_LINEAR
-    return cv2.resize(np.ascontiguousarray(crop), (out_w, out_h), interpolation=interp)
+random_crop = crop_resize
+"""A random crop resized to ``out_hw`` (:func:`grasp_s2r.sim.table_texture.crop_resize`: one definition, in ``sim/``,
+which the sim's photo table textures use too)."""
 
 
 def recolor(photo_rgb: np.ndarray, rng: np.random.Generator, invert_prob: float = 0.2) -> np.ndarray:
