@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,9 @@ def read_policy_blob(path: Path) -> dict[str, Any]:
     """The dict of a controller checkpoint, read with ``weights_only=True`` (tensors and plain data only: a pickle
     that would run code is refused); anything unreadable -> ValueError naming the file, in one line."""
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # a corrupt file can make torch warn about its "pickle protocol": one line
+            warnings.simplefilter("ignore")
+            blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - torch raises UnpicklingError, RuntimeError, EOFError... for bad files
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if reason.startswith("Weights only load failed"):  # torch's paragraph about its weights_only default
