@@ -8,10 +8,13 @@ So inside :func:`children_ignore_interrupts`:
 - SIGINT and SIGTERM are *deferred* in the parent: recorded, then raised again when the block ends (with the
   handlers of before: Ctrl-C becomes the KeyboardInterrupt it would have been); a block is a process start, from
   milliseconds to a few seconds (a DataLoader worker reads its arguments while importing torch);
-- each ``spawn`` start forks and execs with both *ignored* (multiprocessing's ``spawnv_passfds``, wrapped): an
-  ignored signal stays ignored across ``exec``, so the child ignores them from its first instruction.
+- each ``spawn`` start forks and execs with both *blocked* (multiprocessing's ``spawnv_passfds``, wrapped; the
+  pattern of the stdlib's own resource tracker): the signal mask survives ``exec``, so the child cannot be reached
+  by them from its first instruction, and the parent loses none (one that arrives meanwhile waits, then reaches
+  the deferring handler; ignoring them in the parent for the fork instead would drop one that lands then).
 
-The children call :func:`ignore_interrupts_in_child` first thing. The parent catches the interrupt, stops its
+The children call :func:`ignore_interrupts_in_child` first thing: both ignored, then unblocked (a pending one is
+dropped). The parent catches the interrupt, stops its
 children (they also leave when its pipes close) and says how to resume (``grasp_s2r.cli``). Hand-written: no
 library does this; it is a few lines around one stdlib function.
 """
@@ -22,6 +25,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from multiprocessing import resource_sharer
 from multiprocessing import util as mp_util
 from typing import Any
 
@@ -44,13 +48,11 @@ def children_ignore_interrupts() -> Iterator[None]:
     spawn = mp_util.spawnv_passfds
 
     def spawn_ignoring_interrupts(path: Any, args: Any, passfds: Any) -> int:
-        for s in INTERRUPTS:
-            signal.signal(s, signal.SIG_IGN)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
         try:
             return spawn(path, args, passfds)
         finally:
-            for s in INTERRUPTS:
-                signal.signal(s, defer)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     previous = {s: signal.signal(s, defer) for s in INTERRUPTS}
     mp_util.spawnv_passfds = spawn_ignoring_interrupts
@@ -70,3 +72,18 @@ def ignore_interrupts_in_child(ignore_sigterm: bool = True, *_: object) -> None:
     accepted so that it can serve as a ``worker_init_fn``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN if ignore_sigterm else signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, INTERRUPTS)  # blocked since the spawn (see the module docstring)
+    threading.excepthook = _quiet_cut_handover
+
+
+def _quiet_cut_handover(args: threading.ExceptHookArgs) -> None:
+    """A child hands tensors to its parent by file descriptor (torch's default sharing: multiprocessing's
+    ``resource_sharer`` serves them from a thread of the child). A parent interrupted in the middle of taking one
+    closes the connection, and that thread would print a traceback of its own after the parent's one-line
+    message; the hand-over is moot then, so it ends quietly. Any other thread's exception is shown as ever."""
+    tb, in_sharer = args.exc_traceback, False
+    while tb is not None:
+        in_sharer |= tb.tb_frame.f_code.co_filename == resource_sharer.__file__
+        tb = tb.tb_next
+    if not (in_sharer and issubclass(args.exc_type, (ConnectionError, EOFError))):
+        threading.__excepthook__(args)

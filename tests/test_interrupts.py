@@ -3,18 +3,23 @@ behind, says how to resume, and the run can be resumed. Real commands in real su
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from multiprocessing import resource_sharer, resource_tracker
+from multiprocessing import util as mp_util
 from pathlib import Path
 
 import pytest
 
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
+from grasp_s2r.interrupts import _quiet_cut_handover, children_ignore_interrupts
 from grasp_s2r.vision.segmenter import read_checkpoint
 
 EXIT_WITHIN_S = 5.0
@@ -90,7 +95,7 @@ def test_collect_interrupted_then_resumed(tmp_path: Path, sig: int) -> None:
 def test_interrupt_while_the_workers_are_still_starting(tmp_path: Path) -> None:
     """Ctrl-C while the spawned workers import their modules: they started with it ignored, so no traceback."""
     out = tmp_path / "demos"
-    argv = ["collect", "--episodes", "40", "--workers", "2", "--out", str(out)]
+    argv = ["collect", "--episodes", "2000", "--workers", "2", "--out", str(out)]  # never done before the signal
     started: list[int] = []
 
     def workers_alive() -> bool:  # the group holds the command and its two workers, which are importing
@@ -98,6 +103,41 @@ def test_interrupt_while_the_workers_are_still_starting(tmp_path: Path) -> None:
         return len(started) > 1 and _group_size(_interrupt.pgid) >= 3
 
     _interrupt(argv, workers_alive, signal.SIGINT, tmp_path)
+
+
+def test_an_interrupt_during_a_process_start_is_not_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C that lands while a worker is being forked and exec'd is raised when the start is done."""
+    resource_tracker.ensure_running()  # started now: its own start blocks the signals already
+    spawn = mp_util.spawnv_passfds
+
+    def spawn_interrupted(path: object, args: object, passfds: object) -> int:
+        os.kill(os.getpid(), signal.SIGINT)
+        return spawn(path, args, passfds)
+
+    monkeypatch.setattr(mp_util, "spawnv_passfds", spawn_interrupted)
+    worker = mp.get_context("spawn").Process(target=time.sleep, args=(0,))
+    with pytest.raises(KeyboardInterrupt):
+        with children_ignore_interrupts():
+            worker.start()
+    worker.join(timeout=30)
+    assert worker.exitcode == 0
+
+
+def test_a_cut_descriptor_handover_ends_quietly(capsys: pytest.CaptureFixture[str]) -> None:
+    """A child's fd-serving thread whose parent hung up mid-handshake prints nothing; other threads still do."""
+    code = compile("def serve():\n    raise EOFError\n", resource_sharer.__file__, "exec")
+    scope: dict[str, Callable[[], None]] = {}
+    exec(code, scope)  # a function whose frame is in multiprocessing's resource_sharer, as its _serve is
+    hook, threading.excepthook = threading.excepthook, _quiet_cut_handover
+    try:
+        for target in (scope["serve"], lambda: 1 / 0):
+            thread = threading.Thread(target=target)
+            thread.start()
+            thread.join()
+    finally:
+        threading.excepthook = hook
+    err = capsys.readouterr().err
+    assert "ZeroDivisionError" in err and "EOFError" not in err
 
 
 def test_dagger_interrupted_then_resumed(tmp_path: Path) -> None:
