@@ -23,12 +23,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from grasp_s2r.control.backend import BackendConfig, open_runner
 from grasp_s2r.control.dagger import DaggerConfig, run_dagger
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks, RolloutPool
 from grasp_s2r.control.train import TrainConfig
 from grasp_s2r.data.episodes import init_dataset, write_episode
+from grasp_s2r.runtime.backend import BackendConfig, open_runner
+from grasp_s2r.runtime.masks import GroundTruthMasks
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES
 from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path

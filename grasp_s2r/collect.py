@@ -2,7 +2,7 @@
 
 Episode ``i`` uses seed ``seed + i``, so the dataset is the same whatever the number of workers, the
 backend (local processes or Ray actors) and whichever episodes a re-run has to redo. The episodes run
-in the package's one episode loop (:class:`~grasp_s2r.control.rollout.RolloutPool`, expert only); this
+in the package's one episode loop (:class:`~grasp_s2r.runtime.pool.RolloutPool`, expert only); this
 process writes each finished episode atomically, so a killed run is resumed by running the same command
 again.
 """
@@ -19,14 +19,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-from grasp_s2r.control.backend import (
-    BackendConfig,
-    BackendUnavailable,
-    add_backend_arguments,
-    backend_from_args,
-    open_runner,
-)
-from grasp_s2r.control.rollout import EpisodeRecord, EpisodeRequest, GroundTruthMasks
 from grasp_s2r.data.episodes import (
     DatasetError,
     EpisodeDataset,
@@ -37,6 +29,15 @@ from grasp_s2r.data.episodes import (
 )
 from grasp_s2r.expert.fsm import ExpertConfig, Phase
 from grasp_s2r.files import ArtifactFolder
+from grasp_s2r.runtime.backend import (
+    BackendConfig,
+    BackendUnavailable,
+    add_backend_arguments,
+    backend_from_args,
+    open_runner,
+)
+from grasp_s2r.runtime.masks import GroundTruthMasks
+from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest
 from grasp_s2r.sim.config import CameraConfig, EnvConfig, RandomizationConfig, SceneConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES
 from grasp_s2r.stats import format_rate

@@ -8,9 +8,9 @@ import cv2
 import numpy as np
 import pytest
 
-from grasp_s2r.control.conditions import CONDITIONS, Condition, EpisodeHooks, outside_view_deg, resolve_condition
 from grasp_s2r.control.evaluate import ISSUE_CONDITIONS
 from grasp_s2r.expert.fsm import Expert, ExpertConfig
+from grasp_s2r.runtime.conditions import CONDITIONS, Condition, EpisodeHooks, outside_view_deg, resolve_condition
 from grasp_s2r.sim.camera import camera_pose_world
 from grasp_s2r.sim.config import EnvConfig, RandomizationConfig
 from grasp_s2r.sim.env import GraspEnv
@@ -189,8 +189,9 @@ _WORKER_ENV = EnvConfig(randomization=RandomizationConfig(camera_jitter_m=0.001,
 @pytest.fixture(scope="module")
 def worker_records():
     """One expert episode (seed 11) per new condition, played and recorded by a rollout worker process."""
-    from grasp_s2r.control.backend import BackendConfig, open_runner
-    from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks
+    from grasp_s2r.runtime.backend import BackendConfig, open_runner
+    from grasp_s2r.runtime.masks import GroundTruthMasks
+    from grasp_s2r.runtime.records import EpisodeRequest
 
     requests = [EpisodeRequest(seed=11, beta=1.0, condition=CONDITIONS[n]) for n in NEW]
     with open_runner(BackendConfig(), _WORKER_ENV, 1) as pool:

@@ -20,9 +20,11 @@ from grasp_s2r.control import seeds
 from grasp_s2r.control.curves import best_round
 from grasp_s2r.control.dagger import DaggerConfig, beta_for_round, control_env_config, run_dagger
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks, RolloutPool
 from grasp_s2r.control.train import TrainConfig, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, read_meta
+from grasp_s2r.runtime.masks import GroundTruthMasks
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig, SceneConfig
 
 

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from grasp_s2r.cli import main
-from grasp_s2r.control.conditions import CONDITIONS, Condition, EpisodeHooks, load_photos, resolve_condition
 from grasp_s2r.control.dagger import DaggerConfig
 from grasp_s2r.control.policy import Policy, PolicyConfig
+from grasp_s2r.runtime.conditions import CONDITIONS, Condition, EpisodeHooks, load_photos, resolve_condition
 
 
 def _hooks(env, cond: Condition, seed: int = 7) -> EpisodeHooks:
@@ -138,7 +138,9 @@ class CountingSegmenter:
 
 
 def test_predicted_masks_come_from_one_batched_segmenter_call_per_step(tmp_path):
-    from grasp_s2r.control.rollout import EpisodeRequest, PredictedMasks, RolloutPool, make_mask_source
+    from grasp_s2r.runtime.masks import PredictedMasks, make_mask_source
+    from grasp_s2r.runtime.pool import RolloutPool
+    from grasp_s2r.runtime.records import EpisodeRequest
     from grasp_s2r.sim.config import EnvConfig, SceneConfig
     from grasp_s2r.vision.backgrounds import split_names
     from grasp_s2r.vision.model import build_model

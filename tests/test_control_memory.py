@@ -12,7 +12,9 @@ import torch
 
 from grasp_s2r.control.memory import N_MEMORY, EpisodeMemory, episode_memory_features, mask_moments_np
 from grasp_s2r.control.policy import Policy, PolicyConfig, mask_moments
-from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks, RolloutPool
+from grasp_s2r.runtime.masks import GroundTruthMasks
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig, SceneConfig
 
 
@@ -69,9 +71,9 @@ def test_runtime_memory_is_the_training_memory_and_starts_fresh_each_episode() -
 
 
 def test_dropout_blanks_the_drawn_steps_and_the_observable_expert_labels_them_unseen() -> None:
-    from grasp_s2r.control.conditions import CONDITIONS
-    from grasp_s2r.control.rollout import _blanked_steps
     from grasp_s2r.expert.fsm import Phase
+    from grasp_s2r.runtime.conditions import CONDITIONS
+    from grasp_s2r.runtime.pool import _blanked_steps
 
     cond = dataclasses.replace(CONDITIONS["dropout"], backgrounds="")
     requests = [EpisodeRequest(seed=s, beta=1.0, condition=cond) for s in (7, 8, 9)]

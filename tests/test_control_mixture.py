@@ -8,8 +8,10 @@ import torch
 
 from grasp_s2r.control.dagger import beta_for_round
 from grasp_s2r.control.policy import Policy, PolicyConfig
-from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks, RolloutPool, mix_actions
 from grasp_s2r.expert.fsm import Expert
+from grasp_s2r.runtime.masks import GroundTruthMasks
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import EpisodeRequest, mix_actions
 from grasp_s2r.sim.config import EnvConfig, SceneConfig
 from grasp_s2r.sim.env import GraspEnv
 
@@ -154,8 +156,8 @@ def test_blind_start_blanks_only_the_controllers_first_masks():
 def test_a_failing_worker_raises_its_own_exception_in_the_main_process(tmp_path):
     """A worker's exception (here: a photo folder that does not exist) is raised by RolloutPool.run as itself,
     chained to the worker's traceback; the pool stays closable and nothing hangs."""
-    from grasp_s2r.control.conditions import Condition
-    from grasp_s2r.control.rollout import WorkerError
+    from grasp_s2r.runtime.conditions import Condition
+    from grasp_s2r.runtime.worker import WorkerError
 
     bad = Condition(name="bad", backgrounds=str(tmp_path / "no-such-photos"))
     with RolloutPool(SHORT, 1) as pool, pytest.raises(FileNotFoundError, match="no-such-photos") as e:

@@ -116,9 +116,8 @@ def test_an_interrupt_during_a_process_start_is_not_lost(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(mp_util, "spawnv_passfds", spawn_interrupted)
     worker = mp.get_context("spawn").Process(target=time.sleep, args=(0,))
-    with pytest.raises(KeyboardInterrupt):
-        with children_ignore_interrupts():
-            worker.start()
+    with pytest.raises(KeyboardInterrupt), children_ignore_interrupts():
+        worker.start()
     worker.join(timeout=30)
     assert worker.exitcode == 0
 
@@ -127,7 +126,7 @@ def test_a_cut_descriptor_handover_ends_quietly(capsys: pytest.CaptureFixture[st
     """A child's fd-serving thread whose parent hung up mid-handshake prints nothing; other threads still do."""
     code = compile("def serve():\n    raise EOFError\n", resource_sharer.__file__, "exec")
     scope: dict[str, Callable[[], None]] = {}
-    exec(code, scope)  # a function whose frame is in multiprocessing's resource_sharer, as its _serve is
+    exec(code, scope)  # noqa: S102 - a function whose frame is in multiprocessing's resource_sharer, as its _serve is
     hook, threading.excepthook = threading.excepthook, _quiet_cut_handover
     try:
         for target in (scope["serve"], lambda: 1 / 0):

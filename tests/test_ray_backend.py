@@ -16,9 +16,11 @@ import pytest
 
 from grasp_s2r.cli import main
 from grasp_s2r.collect import CollectConfig, collect
-from grasp_s2r.control.backend import BackendConfig, open_runner
-from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks, RolloutPool
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
+from grasp_s2r.runtime.backend import BackendConfig, open_runner
+from grasp_s2r.runtime.masks import GroundTruthMasks
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig, SceneConfig
 
 ray = pytest.importorskip("ray")
@@ -81,7 +83,7 @@ def test_killed_actor_reruns_its_episodes_elsewhere(ray_runtime) -> None:
 def _ray_processes() -> set[int]:
     out = subprocess.run(["ps", "-e", "-o", "pid=,args="], capture_output=True, text=True, check=True).stdout
     return {int(line.split()[0]) for line in out.splitlines()
-            if "ray::" in line or "raylet" in line or "gcs_server" in line or "grasp_s2r.control.rollout" in line}
+            if "ray::" in line or "raylet" in line or "gcs_server" in line or "grasp_s2r.runtime.pool" in line}
 
 
 @pytest.mark.slow  # starts its own Ray runtime in a subprocess

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from grasp_s2r.control.backend import add_backend_arguments, backend_from_args
 from grasp_s2r.control.dagger import BETA_SCHEDULES, DaggerConfig, control_env_config
 from grasp_s2r.control.policy import PolicyConfig
 from grasp_s2r.control.train import TrainConfig
+from grasp_s2r.runtime.backend import add_backend_arguments, backend_from_args
 from grasp_s2r.tblog import add_tensorboard_argument
 
 
@@ -96,8 +96,8 @@ def check_inputs(cfg: DaggerConfig) -> None:
     import json
 
     from grasp_s2r.cli import UsageError
-    from grasp_s2r.control.rollout import VisionUnavailable, make_mask_source
     from grasp_s2r.data.episodes import DatasetError, EpisodeDataset
+    from grasp_s2r.runtime.masks import VisionUnavailable, make_mask_source
 
     if cfg.masks == "predicted":
         try:
@@ -151,10 +151,10 @@ def config_from_args(args: argparse.Namespace) -> DaggerConfig:
 
 def run(args: argparse.Namespace) -> int:
     from grasp_s2r.cli import UsageError
-    from grasp_s2r.control.backend import BackendUnavailable
     from grasp_s2r.control.dagger import run_dagger
-    from grasp_s2r.control.rollout import VisionUnavailable
     from grasp_s2r.data.episodes import DatasetError
+    from grasp_s2r.runtime.backend import BackendUnavailable
+    from grasp_s2r.runtime.masks import VisionUnavailable
     from grasp_s2r.tblog import TensorBoardUnavailable, resolve_logdir
 
     cfg = config_from_args(args)

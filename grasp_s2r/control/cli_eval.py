@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from grasp_s2r.control.backend import add_backend_arguments, backend_from_args
-from grasp_s2r.control.conditions import CONDITIONS
 from grasp_s2r.control.evaluate import ISSUE_CONDITIONS, EvalConfig
+from grasp_s2r.runtime.backend import add_backend_arguments, backend_from_args
+from grasp_s2r.runtime.conditions import CONDITIONS
 
 RESUME_HINT = "an evaluation keeps no partial results: run the same command again"
 
@@ -68,8 +68,7 @@ def _check_backgrounds(cfg: EvalConfig) -> None:
     """Your photos, read here once when a condition shows them: the env workers read them again, and a folder
     without two readable photos would stop them mid-run."""
     from grasp_s2r.cli import UsageError
-    from grasp_s2r.control.conditions import load_photos, resolve_condition
-    from grasp_s2r.vision.backgrounds import BackgroundError
+    from grasp_s2r.runtime.conditions import load_photos, resolve_condition
 
     if not cfg.backgrounds:
         return
@@ -78,7 +77,7 @@ def _check_backgrounds(cfg: EvalConfig) -> None:
     if used:
         try:
             load_photos(cfg.backgrounds)
-        except (BackgroundError, FileNotFoundError) as e:
+        except (ValueError, FileNotFoundError) as e:  # vision's BackgroundError is a ValueError
             raise UsageError(f"--backgrounds: {e}") from None
 
 
@@ -86,9 +85,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from grasp_s2r.cli import UsageError
-    from grasp_s2r.control.backend import BackendUnavailable
     from grasp_s2r.control.evaluate import evaluate, results_table
-    from grasp_s2r.control.rollout import VisionUnavailable
+    from grasp_s2r.runtime.backend import BackendUnavailable
+    from grasp_s2r.runtime.masks import VisionUnavailable
 
     cfg = config_from_args(args)
     try:

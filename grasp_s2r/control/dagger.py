@@ -38,21 +38,16 @@ from tqdm import tqdm
 
 from grasp_s2r import __version__
 from grasp_s2r.control import seeds
-from grasp_s2r.control.backend import BackendConfig, EpisodeRunner, open_runner
-from grasp_s2r.control.conditions import CONDITIONS, Condition
 from grasp_s2r.control.curves import best_round, plot_curve, summary_line, write_curve_csv, write_curve_json
 from grasp_s2r.control.demos import import_demos
 from grasp_s2r.control.policy import Policy, PolicyConfig, default_device, read_policy_blob
-from grasp_s2r.control.rollout import (
-    EpisodeRecord,
-    EpisodeRequest,
-    MaskSource,
-    make_mask_source,
-    rollout_features,
-)
 from grasp_s2r.control.train import TrainConfig, fit, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, EpisodeWriter, finished_indices, init_dataset, remove_partial
 from grasp_s2r.files import ArtifactFolder, atomic_write
+from grasp_s2r.runtime.backend import BackendConfig, EpisodeRunner, open_runner
+from grasp_s2r.runtime.conditions import CONDITIONS, Condition
+from grasp_s2r.runtime.masks import MaskSource, make_mask_source
+from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest, rollout_features
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import wilson_interval
 from grasp_s2r.tblog import TBLogger

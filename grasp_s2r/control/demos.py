@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from grasp_s2r.control.rollout import MaskSource, rollout_features
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices, init_dataset, remove_partial, write_episode
+from grasp_s2r.runtime.masks import MaskSource
+from grasp_s2r.runtime.records import rollout_features
 from grasp_s2r.sim.config import EnvConfig
 
 

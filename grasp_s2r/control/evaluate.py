@@ -20,12 +20,13 @@ from tqdm import tqdm
 
 from grasp_s2r import __version__
 from grasp_s2r.control import seeds
-from grasp_s2r.control.backend import BackendConfig, open_runner
-from grasp_s2r.control.conditions import CONDITIONS, resolve_condition
 from grasp_s2r.control.media import write_gif, write_strip
 from grasp_s2r.control.policy import Policy, default_device
-from grasp_s2r.control.rollout import EpisodeRequest, make_mask_source
 from grasp_s2r.files import ArtifactFolder, atomic_write
+from grasp_s2r.runtime.backend import BackendConfig, open_runner
+from grasp_s2r.runtime.conditions import CONDITIONS, resolve_condition
+from grasp_s2r.runtime.masks import make_mask_source
+from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import format_rate, wilson_interval
 

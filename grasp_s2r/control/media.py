@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from grasp_s2r.control.rollout import EpisodeRecord
+from grasp_s2r.runtime.records import EpisodeRecord
 
 _SCALE = 3
 """Each camera pixel becomes this many screen pixels."""

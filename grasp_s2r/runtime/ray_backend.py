@@ -32,16 +32,11 @@ from typing import TYPE_CHECKING, Any, Self
 
 from tqdm import tqdm
 
-from grasp_s2r.control.backend import RAY_INSTALL_HINT, BackendUnavailable
-from grasp_s2r.control.rollout import (
-    EpisodeRecord,
-    EpisodeRequest,
-    GroundTruthMasks,
-    MaskSource,
-    RolloutPool,
-    hand_over,
-)
 from grasp_s2r.expert.fsm import ExpertConfig
+from grasp_s2r.runtime.backend import RAY_INSTALL_HINT, BackendUnavailable
+from grasp_s2r.runtime.masks import GroundTruthMasks, MaskSource
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest, hand_over
 from grasp_s2r.sim.config import EnvConfig
 
 if TYPE_CHECKING:
@@ -92,7 +87,7 @@ class _NodeRunner:
 
                     self._cache[key] = Policy.load(path)[0]
                 else:
-                    from grasp_s2r.control.rollout import make_mask_source
+                    from grasp_s2r.runtime.masks import make_mask_source
 
                     self._cache[key] = make_mask_source("predicted", str(path))
         return self._cache[key]

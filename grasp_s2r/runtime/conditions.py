@@ -3,7 +3,7 @@
 A condition changes what the camera shows (composite onto photos, or a photo as the sim table's texture), the
 camera's mount (miscalibration), the dynamics (sphere mass and friction, action noise, latency), or moves the
 sphere (out of the camera's view at the start; slowly, or once, mid-episode). The hooks run inside the env worker
-process (:mod:`grasp_s2r.control.rollout`), next to the env they act on; the expert labels whatever world results,
+process (:mod:`grasp_s2r.runtime.pool`), next to the env they act on; the expert labels whatever world results,
 so a condition can also be used to make DAgger data.
 """
 

@@ -2,9 +2,9 @@
 ``--backend ray`` (one Ray actor per node, each running its own :class:`RolloutPool`).
 
 Both are an *episode runner*: a context manager with ``run(requests, policy, masks, ...)`` returning one
-:class:`~grasp_s2r.control.rollout.EpisodeRecord` per request, in request order, and calling
+:class:`~grasp_s2r.runtime.pool.EpisodeRecord` per request, in request order, and calling
 ``on_episode`` on this process as each one finishes. ``collect``, ``dagger`` and ``eval`` only see that
-interface, so Ray is added once, here and in :mod:`grasp_s2r.control.ray_backend`.
+interface, so Ray is added once, here and in :mod:`grasp_s2r.runtime.ray_backend`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Self
 
-from grasp_s2r.control.rollout import EpisodeRecord, EpisodeRequest, MaskSource, RolloutPool
 from grasp_s2r.expert.fsm import ExpertConfig
+from grasp_s2r.runtime.masks import MaskSource
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig
 
 if TYPE_CHECKING:
@@ -72,7 +74,7 @@ def open_runner(cfg: BackendConfig, env: EnvConfig, workers: int, expert: Expert
     """
     if cfg.backend == "local":
         return RolloutPool(env, workers, expert, observable_expert)
-    from grasp_s2r.control.ray_backend import RayRunner
+    from grasp_s2r.runtime.ray_backend import RayRunner
 
     return RayRunner(env, workers_per_actor=workers, expert_config=expert, address=cfg.ray_address,
                      n_actors=cfg.ray_actors, torch_threads=torch_threads, observable_expert=observable_expert)
@@ -101,7 +103,7 @@ def backend_from_args(args: argparse.Namespace) -> BackendConfig:
     except ValueError as e:
         raise UsageError(str(e)) from None
     if cfg.backend == "ray":  # before anything is written
-        from grasp_s2r.control.ray_backend import import_ray
+        from grasp_s2r.runtime.ray_backend import import_ray
 
         try:
             import_ray()

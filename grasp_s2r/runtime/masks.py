@@ -1,0 +1,68 @@
+"""Mask sources: what turns a batch of camera images into the controller's input masks (ground truth or the
+segmenter's prediction). The runtime's one door to ``grasp_s2r.vision``, imported only when predicted masks are
+asked for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from grasp_s2r.agent import SegmenterMasks
+
+
+class MaskSource(Protocol):
+    """Maps a batch of camera images to the controller's input masks."""
+
+    kind: str
+    """"gt" or "predicted"."""
+
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
+        """rgb uint8 (N, H, W, 3), gt_mask bool (N, H, W) -> bool (N, H, W)."""
+        ...
+
+
+class GroundTruthMasks:
+    """The simulator's (or the composite's) ground-truth sphere mask."""
+
+    kind = "gt"
+
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
+        return np.asarray(gt_mask, dtype=bool)
+
+
+class PredictedMasks(SegmenterMasks):
+    """The segmenter's masks (``agent.SegmenterMasks``): one batched forward pass over all workers' images."""
+
+    def __init__(self, segmenter: Any, checkpoint: Path | None = None):
+        super().__init__(segmenter)
+        self.checkpoint = checkpoint
+        """The file the segmenter was read from (what a remote backend ships to its actors)."""
+
+
+
+class VisionUnavailable(RuntimeError):
+    """Predicted masks were asked for but no segmenter can be loaded."""
+
+
+def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None) -> MaskSource:
+    """``"gt"`` -> ground truth; ``"predicted"`` -> the segmenter of ``vision_checkpoint`` (or the packaged one)."""
+    if kind == "gt":
+        return GroundTruthMasks()
+    if kind != "predicted":
+        raise ValueError(f"masks must be 'predicted' or 'gt', got {kind!r}")
+    try:
+        from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
+    except ImportError as e:
+        raise VisionUnavailable(f"the vision module cannot be imported ({e}); use --masks gt") from None
+    path = Path(vision_checkpoint) if vision_checkpoint else default_checkpoint_path()
+    if not path.is_file():
+        raise VisionUnavailable(
+            f"no segmenter checkpoint at {path}: train one with 'grasp-s2r train-vision' and pass --vision, "
+            "or use --masks gt")
+    try:
+        return PredictedMasks(Segmenter.load(path, device=device), path)
+    except ValueError as e:  # the segmenter's CheckpointError
+        raise VisionUnavailable(str(e)) from None
+
