@@ -21,12 +21,11 @@ from grasp_s2r.agent import (
     learner_step,
 )
 from grasp_s2r.control import seeds
-from grasp_s2r.control.dagger import control_env_config
 from grasp_s2r.control.memory import episode_memory_features
 from grasp_s2r.control.policy import Policy, PolicyConfig
 from grasp_s2r.control.train import LabelSet, TrainConfig, fit
 from grasp_s2r.expert.fsm import Expert
-from grasp_s2r.sim.config import CameraConfig
+from grasp_s2r.sim.config import CameraConfig, control_env_config
 from grasp_s2r.sim.env import GraspEnv
 from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
 

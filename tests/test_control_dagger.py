@@ -18,14 +18,14 @@ import torch
 from grasp_s2r.collect import CollectConfig, collect
 from grasp_s2r.control import seeds
 from grasp_s2r.control.curves import best_round
-from grasp_s2r.control.dagger import DaggerConfig, beta_for_round, control_env_config, run_dagger
+from grasp_s2r.control.dagger import DaggerConfig, beta_for_round, run_dagger
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.control.train import TrainConfig, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, read_meta
 from grasp_s2r.runtime.masks import GroundTruthMasks
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
-from grasp_s2r.sim.config import EnvConfig, SceneConfig
+from grasp_s2r.sim.config import EnvConfig, SceneConfig, control_env_config
 
 
 def _tiny(out: Path, **kw) -> DaggerConfig:
@@ -196,15 +196,15 @@ def test_every_round_episode_holds_every_declared_feature(tmp_path):
 
 
 def test_training_episode_mixture_draws_each_kind_at_its_share(tmp_path):
-    from grasp_s2r.control.dagger import _Run
+    from grasp_s2r.control.training_episodes import TrainingEpisodes
 
     cfg = _tiny(tmp_path / "r", out_of_view_prob=0.5, table_photo_prob=0.25, dropout_prob=1.0, disturbance_prob=0.0,
                 blind_start_prob=0.0)
-    run = _Run(cfg, pool=None, masks=GroundTruthMasks(), device=torch.device("cpu"), progress=False)
-    reqs = [run.train_request(seed, beta=0.5) for seed in range(400)]
+    episodes = TrainingEpisodes(cfg)
+    reqs = [episodes.request(seed, beta=0.5) for seed in range(400)]
     assert all(r.condition.dropout_steps == (3, 10) for r in reqs)
     out_of_view = np.mean([r.condition.start_out_of_view_deg > 0 for r in reqs])
     table = np.mean([r.condition.table_photos == "train" and r.condition.backgrounds == "" for r in reqs])
     assert 0.42 < out_of_view < 0.58 and 0.18 < table < 0.32
-    assert reqs == [run.train_request(seed, beta=0.5) for seed in range(400)]  # drawn from the seed alone
+    assert reqs == [episodes.request(seed, beta=0.5) for seed in range(400)]  # drawn from the seed alone
     assert "out_of_view_prob" in cfg.identity() and "out_of_view_prob" not in _tiny(tmp_path / "r").identity()

@@ -132,8 +132,9 @@ def test_ray_options_need_ray_backend(tmp_path: Path, capsys) -> None:
 def test_dagger_on_ray_ships_segmenter_and_controller(tmp_path: Path, ray_runtime) -> None:
     """Two rounds on 2 actors with predicted masks: the actors load the shipped segmenter and round 0's controller;
     every episode lands once in the run folder, and the run resumes as a local one (the backend is not identity)."""
-    from grasp_s2r.control.dagger import DaggerConfig, control_env_config, run_dagger
+    from grasp_s2r.control.dagger import DaggerConfig, run_dagger
     from grasp_s2r.control.train import TrainConfig
+    from grasp_s2r.sim.config import control_env_config
 
     env = control_env_config().replace(scene=SceneConfig(max_episode_steps=25))
     cfg = DaggerConfig(out=str(tmp_path / "run"), rounds=2, episodes_per_round=4, eval_episodes=4, bc_baseline=False,

@@ -60,9 +60,9 @@ def test_without_the_option_nothing_is_logged_and_without_the_package_one_line(t
 
 
 def test_dagger_logs_success_and_loss_per_round_and_rollout_overlays(tmp_path):
-    from grasp_s2r.control.dagger import DaggerConfig, control_env_config, run_dagger
+    from grasp_s2r.control.dagger import DaggerConfig, run_dagger
     from grasp_s2r.control.train import TrainConfig
-    from grasp_s2r.sim.config import SceneConfig
+    from grasp_s2r.sim.config import SceneConfig, control_env_config
 
     torch.set_num_threads(1)
     env = control_env_config().replace(scene=SceneConfig(max_episode_steps=25))

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from grasp_s2r.control.dagger import BETA_SCHEDULES, DaggerConfig, control_env_config
+from grasp_s2r.control.dagger import BETA_SCHEDULES, DaggerConfig
 from grasp_s2r.control.policy import PolicyConfig
 from grasp_s2r.control.train import TrainConfig
 from grasp_s2r.runtime.backend import add_backend_arguments, backend_from_args
+from grasp_s2r.sim.config import control_env_config
 from grasp_s2r.tblog import add_tensorboard_argument
 
 

@@ -1,25 +1,11 @@
-"""DAgger (Ross, Gordon, Bagnell 2011) for the mask-based controller, resumable, with a BC baseline.
+"""DAgger (Ross, Gordon, Bagnell 2011) for the mask-based controller: a small trainer, resumable.
 
-On-disk layout of a run folder ``OUT/``::
-
-    OUT/run.json                    format + version, the DaggerConfig of the run
-    OUT/round-000/ ... round-NNN/   episode datasets (grasp_s2r.data.episodes, kind "dagger-round"):
-                                    every visited state with the expert's label (``action``), the
-                                    controller's input mask, what was executed, the sim state
-    OUT/bc-expert/                  extra expert-only episodes for the behavior-cloning baseline
-    OUT/checkpoints/round-NNN.pt    controller after round NNN (+ config, metrics); its presence
-                                    marks the round complete
-    OUT/checkpoints/bc-NNN.pt       BC baseline trained on as many expert labels as DAgger had
-    OUT/policy.pt                   the best round's controller on the evaluation episodes (what ``grasp-s2r eval`` takes)
-    OUT/curve.csv, OUT/curve.png    learning curve: success and loss per round, DAgger vs BC
-    OUT/curve.json                  the same rows + format version + the run's config
-
-Round r: (1) roll out the mixture policy (β_r; round 0 is β = 1, the expert) and label every
-visited state with the expert; (2) train the controller on the labels of rounds 0..r, warm-started
-from round r-1; (3) measure its success (β = 0) on the same evaluation episodes every round;
-(4) train BC on the same number of expert-only labels and measure it on the same episodes.
-Every episode and checkpoint is written atomically, so after ``kill -9`` the same command resumes
-from the last completed round and keeps the finished episodes of an interrupted one.
+Round r: (1) roll out the mixture policy (β_r; round 0 is β = 1, the expert) and label every visited state with
+the expert; (2) train the controller on the labels of rounds 0..r, warm-started from round r-1; (3) measure its
+success (β = 0) on the same evaluation episodes every round; (4) the behavior-cloning baseline at the same label
+budget (:mod:`~grasp_s2r.control.bc_baseline`). The run's controller is its best round on those evaluation
+episodes. The run folder and its resume: :mod:`~grasp_s2r.control.run_store`; the training episodes' conditions:
+:mod:`~grasp_s2r.control.training_episodes`; the episodes run in :mod:`grasp_s2r.runtime`.
 """
 
 from __future__ import annotations
@@ -36,51 +22,30 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from grasp_s2r import __version__
 from grasp_s2r.control import seeds
+from grasp_s2r.control.bc_baseline import bc_round
 from grasp_s2r.control.curves import best_round, plot_curve, summary_line, write_curve_csv, write_curve_json
 from grasp_s2r.control.demos import import_demos
-from grasp_s2r.control.policy import Policy, PolicyConfig, default_device, read_policy_blob
+from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
+from grasp_s2r.control.run_store import ROUND_KIND, RunStore
 from grasp_s2r.control.train import TrainConfig, fit, load_labels
+from grasp_s2r.control.training_episodes import TrainingEpisodes
 from grasp_s2r.data.episodes import EpisodeDataset, EpisodeWriter, finished_indices, init_dataset, remove_partial
-from grasp_s2r.files import ArtifactFolder, atomic_write
+from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.runtime.backend import BackendConfig, EpisodeRunner, open_runner
-from grasp_s2r.runtime.conditions import CONDITIONS, Condition
+from grasp_s2r.runtime.conditions import CONDITIONS
 from grasp_s2r.runtime.masks import MaskSource, make_mask_source
 from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest, rollout_features
-from grasp_s2r.sim.config import EnvConfig
+from grasp_s2r.sim.config import EnvConfig, control_env_config
 from grasp_s2r.stats import wilson_interval
 from grasp_s2r.tblog import TBLogger
 
-RUN_FORMAT = "grasp_s2r.dagger-run"
-RUN_FORMAT_VERSION = 1
-ROUND_KIND = "dagger-round"
-BC_KIND = "bc-expert"
 BETA_SCHEDULES = ("linear", "exponential")
-CONTROL_CAMERA_JITTER_M = 0.001
-"""Per-episode camera mount jitter of the controller's scene: a calibration tolerance."""
-CONTROL_CAMERA_JITTER_DEG = 0.5
-"""Per-episode camera look-at jitter of the controller's scene.
-
-The scene default (4 mm, 2 deg, chosen for vision robustness) shifts where the TCP axis appears in
-the image by up to ~8 mm per episode, more than the expert's 3.5 mm closing tolerance; a controller
-that sees only the mask cannot tell, so it learns on a camera calibrated to these tolerances."""
 _RESUMABLE_FIELDS = ("rounds", "workers", "backend", "device", "torch_threads")
+"""Config fields that may differ when a run is resumed (e.g. ask for more rounds)."""
 _LEGACY_VALUES = {"observable_expert": False, "out_of_view_prob": 0.0, "table_photo_prob": 0.0, "dropout_prob": 0.0}
 """Fields added later, left out of a run's identity at the value that reproduces runs made before they existed
 (so those runs still resume)."""
-"""Config fields that may differ when a run is resumed (e.g. ask for more rounds)."""
-
-
-def control_env_config(
-    base: EnvConfig | None = None, camera_jitter_mm: float | None = None, camera_jitter_deg: float | None = None,
-) -> EnvConfig:
-    """``base`` (default scene) with the controller's camera calibration tolerance (or the given jitter)."""
-    base = base or EnvConfig()
-    jitter_m = CONTROL_CAMERA_JITTER_M if camera_jitter_mm is None else camera_jitter_mm / 1000.0
-    jitter_deg = CONTROL_CAMERA_JITTER_DEG if camera_jitter_deg is None else camera_jitter_deg
-    rand = dataclasses.replace(base.randomization, camera_jitter_m=jitter_m, camera_jitter_deg=jitter_deg)
-    return base.replace(randomization=rand)
 
 
 @dataclass(frozen=True)
@@ -238,119 +203,61 @@ class DaggerResult:
     curve_png: Path
 
 
-def _check_run_folder(out: Path, cfg: DaggerConfig) -> None:
-    path = out / "run.json"
-    if path.is_file():
-        old = json.loads(path.read_text())
-        if old.get("format") != RUN_FORMAT or old.get("format_version") != RUN_FORMAT_VERSION:
-            raise ValueError(f"{out} holds a run of format {old.get('format')} v{old.get('format_version')}, "
-                             f"this grasp_s2r writes {RUN_FORMAT} v{RUN_FORMAT_VERSION}; use a new --out folder")
-        if old["identity"] != cfg.identity():
-            diff = sorted(k for k in cfg.identity() if old["identity"].get(k) != cfg.identity()[k])
-            raise ValueError(f"{out} holds a DAgger run with another config (differs in {', '.join(diff)}); "
-                             "use a new --out folder or the same options")
-        return
-    blob = {"format": RUN_FORMAT, "format_version": RUN_FORMAT_VERSION, "package_version": __version__,
-            "identity": cfg.identity(), "config": cfg.to_dict()}
-    atomic_write(path, json.dumps(blob, indent=2, sort_keys=True).encode())
+class DaggerTrainer:
+    """One DAgger run, a round at a time: ``round(r)`` = ``rollout`` + ``train_and_measure`` (+ the BC baseline)
+    + the round's checkpoint. ``run_dagger`` drives it over the rounds not yet complete."""
 
-
-class _Run:
-    """One DAgger run's state and steps; ``run_dagger`` is the public entry point."""
-
-    def __init__(self, cfg: DaggerConfig, pool: EpisodeRunner, masks: MaskSource, device: torch.device,
-                 progress: bool):
-        self.cfg, self.pool, self.masks, self.device, self.progress = cfg, pool, masks, device, progress
-        self.out = Path(cfg.out)
-        self.condition = Condition(name="dagger-train", backgrounds=cfg.backgrounds, description="training episode")
+    def __init__(self, cfg: DaggerConfig, runner: EpisodeRunner, masks: MaskSource, device: torch.device,
+                 progress: bool = True):
+        self.cfg, self.runner, self.masks, self.device, self.progress = cfg, runner, masks, device, progress
+        self.store = RunStore(Path(cfg.out))
+        self.episodes = TrainingEpisodes(cfg)
         # the training photos follow the run's visuals (--raw-sim); held-out photos stay held out
         self.eval_conditions = [
             dataclasses.replace(CONDITIONS[c], backgrounds=cfg.backgrounds)
             if CONDITIONS[c].backgrounds == "train" else CONDITIONS[c] for c in cfg.eval_conditions]
 
-    def train_request(self, seed: int, beta: float) -> EpisodeRequest:
-        """A training episode: disturbed (the sphere pushed once) with probability ``disturbance_prob``, starting
-        blind (empty input masks) with probability ``blind_start_prob``, and each of ``out_of_view_prob``,
-        ``table_photo_prob``, ``dropout_prob`` (independent draws, each from its own stream of the seed)."""
-        rng = np.random.default_rng([seed, 3])
-        condition = self.condition
-        if rng.random() < self.cfg.disturbance_prob:
-            condition = Condition(name="dagger-push", backgrounds=self.cfg.backgrounds,
-                                  perturb_distance_m=self.cfg.disturbance_distance_m,
-                                  perturb_below_m=float(rng.uniform(*self.cfg.disturbance_below_m)),
-                                  description="training episode with a push")
-        extra: dict[str, Any] = {}
-        if self.cfg.out_of_view_prob and np.random.default_rng([seed, 6]).random() < self.cfg.out_of_view_prob:
-            extra["start_out_of_view_deg"] = CONDITIONS["start-out-of-view"].start_out_of_view_deg
-        if self.cfg.table_photo_prob and np.random.default_rng([seed, 7]).random() < self.cfg.table_photo_prob:
-            extra.update(backgrounds="", table_photos="train")
-        if self.cfg.dropout_prob and np.random.default_rng([seed, 8]).random() < self.cfg.dropout_prob:
-            extra["dropout_steps"] = CONDITIONS["dropout"].dropout_steps
-        if extra:
-            condition = dataclasses.replace(condition, **extra)
-        blind = np.random.default_rng([seed, 4])
-        lo, hi = self.cfg.blind_start_steps
-        n_blind = int(blind.integers(lo, hi + 1)) if blind.random() < self.cfg.blind_start_prob else 0
-        return EpisodeRequest(seed=seed, beta=beta, condition=condition, blind_start_steps=n_blind)
-
-    def round_dir(self, r: int) -> Path:
-        return self.out / f"round-{r:03d}"
-
-    def ckpt(self, r: int, kind: str = "round") -> Path:
-        return self.out / "checkpoints" / f"{kind}-{r:03d}.pt"
+    def beta(self, r: int) -> float:
+        cfg = self.cfg
+        return beta_for_round(r, cfg.beta_schedule, cfg.beta_rampdown_rounds, cfg.beta_decay)
 
     # --- data -------------------------------------------------------------------------------
-    def _rollouts_to(self, root: Path, config: dict[str, Any], kind: str, todo: list[int],
-                     requests: list[EpisodeRequest], policy: Policy | None, **run_kw: Any) -> list[EpisodeRecord]:
+    def rollouts_to(self, root: Path, config: dict[str, Any], kind: str, todo: list[int],
+                    requests: list[EpisodeRequest], policy: Policy | None, **run_kw: Any) -> list[EpisodeRecord]:
         """Run ``requests`` (dataset indices ``todo``) and write each finished episode into the dataset ``root``."""
         init_dataset(root, config, rollout_features(self.cfg.env), kind)
         remove_partial(root)
         with EpisodeWriter(root) as writer:
-            return self.pool.run(requests, policy, self.masks, progress=self.progress, **run_kw,
-                                 on_episode=lambda rec: writer.write(todo[rec.info["request_index"]], rec.arrays,
-                                                                     rec.info))
+            return self.runner.run(requests, policy, self.masks, progress=self.progress, **run_kw,
+                                   on_episode=lambda rec: writer.write(todo[rec.info["request_index"]], rec.arrays,
+                                                                       rec.info))
 
-    def collect_round(self, r: int, beta: float, policy: Policy | None) -> float:
-        """Roll out the missing episodes of round r into ``round-NNN/``; returns env steps per second."""
-        root = self.round_dir(r)
+    def rollout(self, r: int, policy: Policy | None) -> float:
+        """Roll out the missing episodes of round r (the mixture of ``policy`` and the expert at the round's
+        beta) into ``round-NNN/``; returns env steps per second."""
+        beta = self.beta(r)
+        root = self.store.round_dir(r)
         config = {"run": self.cfg.identity(), "round": r, "beta": beta}
         if r == 0 and self.cfg.demos:
             import_demos(Path(self.cfg.demos), root, {**config, "demos": self.cfg.demos}, self.cfg.env, self.masks,
                          self.cfg.episodes_per_round, ROUND_KIND, self.progress)
             return float("nan")
         todo = sorted(set(range(self.cfg.episodes_per_round)) - set(finished_indices(root) if root.is_dir() else []))
-        requests = [self.train_request(seeds.dagger_train_seed(r, i), beta) for i in todo]
+        requests = [self.episodes.request(seeds.dagger_train_seed(r, i), beta) for i in todo]
         t0 = time.perf_counter()
         cutoff = self.cfg.blind_cutoff_steps if beta < 1 and self.cfg.blind_cutoff_steps > 0 else None
-        recs = self._rollouts_to(root, config, ROUND_KIND, todo, requests, policy,
-                                 desc=f"round {r} rollouts (beta {beta:.2f})", max_blind_steps=cutoff)
+        recs = self.rollouts_to(root, config, ROUND_KIND, todo, requests, policy if beta < 1 else None,
+                                desc=f"round {r} rollouts (beta {beta:.2f})", max_blind_steps=cutoff)
         return sum(rec.length for rec in recs) / max(time.perf_counter() - t0, 1e-9)
-
-
-    def ensure_bc_labels(self, n_labels: int) -> list[Path]:
-        """Expert-only datasets holding at least ``n_labels`` labels: round 0, then ``bc-expert/``."""
-        root = self.out / "bc-expert"
-        have = EpisodeDataset(self.round_dir(0)).num_steps()
-        done: set[int] = set()
-        if root.is_dir() and finished_indices(root):
-            have += EpisodeDataset(root).num_steps()
-            done = set(finished_indices(root))
-        while have < n_labels:
-            n_eps = int(np.ceil((n_labels - have) / 12.0)) + 1  # an expert episode is ~14 steps
-            todo = [i for i in range(len(done) + n_eps) if i not in done][:n_eps]  # fills gaps left by a kill
-            requests = [self.train_request(seeds.BC_EXPERT_BASE + i, 1.0) for i in todo]
-            recs = self._rollouts_to(root, {"run": self.cfg.identity()}, BC_KIND, todo, requests, None,
-                                     desc="BC expert episodes")
-            have += sum(rec.length for rec in recs)
-            done |= set(todo)
-        return [self.round_dir(0), root]
 
     # --- learning and measuring ---------------------------------------------------------------
     def success(self, policy: Policy, desc: str) -> tuple[int, int]:
+        """Successes of ``policy`` alone (beta = 0) on the run's evaluation episodes, and their number."""
         conds = self.eval_conditions
         requests = [EpisodeRequest(seed=seeds.DAGGER_EVAL_BASE + i, beta=0.0, condition=conds[i % len(conds)])
                     for i in range(self.cfg.eval_episodes)]
-        recs = self.pool.run(requests, policy, self.masks, record=lambda i: False, progress=self.progress, desc=desc)
+        recs = self.runner.run(requests, policy, self.masks, record=lambda i: False, progress=self.progress,
+                               desc=desc)
         return sum(rec.success for rec in recs), len(recs)
 
     def load_or_new(self, path: Path | None) -> Policy:
@@ -373,18 +280,18 @@ class _Run:
                 "ci_high": hi, "train_s": train_s, "eval_s": time.perf_counter() - t0}
 
     def round(self, r: int) -> dict[str, Any]:
-        cfg = self.cfg
+        """Round ``r`` whole; returns its learning-curve row (columns: ``curves.CURVE_COLUMNS``)."""
+        cfg, store = self.cfg, self.store
         t_round = time.perf_counter()
-        beta = beta_for_round(r, cfg.beta_schedule, cfg.beta_rampdown_rounds, cfg.beta_decay)
-        policy = self.load_or_new(self.ckpt(r - 1) if r > 0 else None)
+        policy = self.load_or_new(store.ckpt(r - 1) if r > 0 else None)
         t0 = time.perf_counter()
-        steps_per_s = self.collect_round(r, beta, policy if beta < 1 else None)
+        steps_per_s = self.rollout(r, policy)
         rollout_s = time.perf_counter() - t0
-        roots = [self.round_dir(i) for i in range(r + 1)]
-        dag = self.train_and_measure(policy, roots, None, [r, 0], f"DAgger round {r}")
+        dag = self.train_and_measure(policy, [store.round_dir(i) for i in range(r + 1)], None, [r, 0],
+                                     f"DAgger round {r}")
         row: dict[str, Any] = {
-            "round": r, "beta": beta, "labels": dag["labels"],
-            "new_labels": EpisodeDataset(self.round_dir(r)).num_steps(), "dagger_loss": dag["loss"],
+            "round": r, "beta": self.beta(r), "labels": dag["labels"],
+            "new_labels": EpisodeDataset(store.round_dir(r)).num_steps(), "dagger_loss": dag["loss"],
             "dagger_successes": dag["successes"], "dagger_success_rate": dag["success_rate"],
             "dagger_ci_low": dag["ci_low"], "dagger_ci_high": dag["ci_high"], "eval_episodes": cfg.eval_episodes,
             "rollout_s": rollout_s, "train_s": dag["train_s"], "eval_s": dag["eval_s"], "bc_s": 0.0,
@@ -392,28 +299,12 @@ class _Run:
             "train_samples_per_s": cfg.train.steps * cfg.train.batch_size / max(dag["train_s"], 1e-9),
         }
         if cfg.bc_baseline:
-            t0 = time.perf_counter()
-            if r == 0:  # round 0 is behavior cloning: same labels, same network
-                bc, bc_policy = dag, policy
-            else:
-                bc_policy = self.load_or_new(self.ckpt(r - 1, "bc"))
-                bc = self.train_and_measure(bc_policy, self.ensure_bc_labels(dag["labels"]), dag["labels"], [r, 1],
-                                            f"BC at {dag['labels']} labels")
-            row.update({f"bc_{k}": bc[k] for k in ("loss", "successes", "success_rate", "ci_low", "ci_high")})
-            row["bc_s"] = time.perf_counter() - t0
-            bc_policy.save(self.ckpt(r, "bc"), {"config": cfg.to_dict(), "round": r, "kind": "bc", "metrics": row})
+            columns, bc_policy = bc_round(self, r, dag, policy)
+            row.update(columns)
+            bc_policy.save(store.ckpt(r, "bc"), {"config": cfg.to_dict(), "round": r, "kind": "bc", "metrics": row})
         row["round_s"] = time.perf_counter() - t_round
-        extra = {"config": cfg.to_dict(), "round": r, "kind": "dagger", "metrics": row}
-        policy.save(self.ckpt(r), extra)  # marks the round complete
-        return row
-
-
-def completed_rows(out: Path) -> list[dict[str, Any]]:
-    """Learning-curve rows stored in the checkpoints of the completed rounds of a run folder."""
-    rows = []
-    for path in sorted((Path(out) / "checkpoints").glob("round-*.pt")):
-        rows.append(read_policy_blob(path)["metrics"])
-    return rows
+        policy.save(store.ckpt(r), {"config": cfg.to_dict(), "round": r, "kind": "dagger", "metrics": row})
+        return row  # the checkpoint just written marks the round complete
 
 
 def run_dagger(cfg: DaggerConfig, progress: bool = True, tensorboard: Path | None = None) -> DaggerResult:
@@ -425,16 +316,17 @@ def run_dagger(cfg: DaggerConfig, progress: bool = True, tensorboard: Path | Non
 
 def _run_dagger(cfg: DaggerConfig, progress: bool = True, tb: TBLogger | None = None) -> DaggerResult:
     out = Path(cfg.out)
-    _check_run_folder(out, cfg)
+    store = RunStore(out)
+    store.open(cfg.identity(), cfg.to_dict())
     torch.set_num_threads(cfg.torch_threads)
     device = torch.device(cfg.device) if cfg.device else default_device()
     masks = make_mask_source(cfg.masks, cfg.vision_checkpoint, device)
-    rows = completed_rows(out)
+    rows = store.completed_rows()
     with open_runner(cfg.backend, cfg.env, cfg.workers, torch_threads=cfg.torch_threads,
-                     observable_expert=cfg.observable_expert) as pool:
-        run = _Run(cfg, pool, masks, device, progress)
+                     observable_expert=cfg.observable_expert) as runner:
+        trainer = DaggerTrainer(cfg, runner, masks, device, progress)
         for r in range(len(rows), cfg.rounds):
-            rows.append(run.round(r))
+            rows.append(trainer.round(r))
             write_curve_csv(rows, out / "curve.csv")
             write_curve_json(rows, cfg.to_dict(), out / "curve.json")
             title = (f"{out.name}: masks={cfg.masks}, {cfg.episodes_per_round} episodes/round, {cfg.beta_schedule} "
@@ -442,11 +334,11 @@ def _run_dagger(cfg: DaggerConfig, progress: bool = True, tb: TBLogger | None = 
             plot_curve(rows, out / "curve.png", title=title, config=cfg.to_dict())
             tqdm.write(summary_line(rows[-1], cfg.rounds))
             if tb is not None:
-                tb.dagger_round(rows[-1], run.round_dir(r))
+                tb.dagger_round(rows[-1], store.round_dir(r))
     if not rows:
         raise RuntimeError("no round completed")
     best = best_round(rows)
-    atomic_write(out / "policy.pt", run.ckpt(best).read_bytes())
+    store.select(best)
     tqdm.write(f"policy.pt = round {best} (best of rounds 0-{rows[-1]['round']} on the evaluation episodes)")
     return DaggerResult(rows=rows, policy_path=out / "policy.pt", selected_round=best, curve_csv=out / "curve.csv",
                         curve_png=out / "curve.png")

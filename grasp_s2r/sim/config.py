@@ -196,3 +196,25 @@ class EnvConfig:
 
     def replace(self, **sections: Any) -> EnvConfig:
         return dataclasses.replace(self, **sections)
+
+
+CONTROL_CAMERA_JITTER_M = 0.001
+"""Per-episode camera mount jitter of the controller's scene: a calibration tolerance."""
+CONTROL_CAMERA_JITTER_DEG = 0.5
+"""Per-episode camera look-at jitter of the controller's scene.
+
+The scene default (4 mm, 2 deg, chosen for vision robustness) shifts where the TCP axis appears in the image by
+up to ~8 mm per episode, more than the expert's 3.5 mm closing tolerance; a controller that sees only the mask
+cannot tell, so it learns (and its demonstrations are collected) on a camera calibrated to these tolerances."""
+
+
+def control_env_config(
+    base: EnvConfig | None = None, camera_jitter_mm: float | None = None, camera_jitter_deg: float | None = None,
+) -> EnvConfig:
+    """The controller's scene: ``base`` (default scene) with the controller's camera calibration tolerance (or the
+    given jitter). The one camera preset of everything the controller learns from or is measured on."""
+    base = base or EnvConfig()
+    jitter_m = CONTROL_CAMERA_JITTER_M if camera_jitter_mm is None else camera_jitter_mm / 1000.0
+    jitter_deg = CONTROL_CAMERA_JITTER_DEG if camera_jitter_deg is None else camera_jitter_deg
+    rand = dataclasses.replace(base.randomization, camera_jitter_m=jitter_m, camera_jitter_deg=jitter_deg)
+    return base.replace(randomization=rand)
