@@ -1,10 +1,14 @@
 """``grasp-s2r collect``: run the FSM expert in K worker processes and write an episode dataset.
 
+Collection is a beta = 1 run of the package's one closed-loop runtime (:class:`~grasp_s2r.runtime.pool.RolloutPool`,
+the expert acts at every step) and writes the schema of a DAgger round (``runtime.records.rollout_features``),
+including the controller's input mask of each step from the mask source asked for (ground truth, or a segmenter's
+prediction with ``--masks predicted``): demonstrations collected with the run's scene and mask source are a DAgger
+run's round 0 as they are (``grasp-s2r dagger --demos``).
+
 Episode ``i`` uses seed ``seed + i``, so the dataset is the same whatever the number of workers, the
-backend (local processes or Ray actors) and whichever episodes a re-run has to redo. The episodes run
-in the package's one episode loop (:class:`~grasp_s2r.runtime.pool.RolloutPool`, expert only); this
-process writes each finished episode atomically, so a killed run is resumed by running the same command
-again.
+backend (local processes or Ray actors) and whichever episodes a re-run has to redo. This process writes
+each finished episode atomically, so a killed run is resumed by running the same command again.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from grasp_s2r.data.episodes import (
     init_dataset,
     remove_partial,
 )
-from grasp_s2r.expert.fsm import ExpertConfig, Phase
+from grasp_s2r.expert.fsm import ExpertConfig
 from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.runtime.backend import (
     BackendConfig,
@@ -36,10 +40,9 @@ from grasp_s2r.runtime.backend import (
     backend_from_args,
     open_runner,
 )
-from grasp_s2r.runtime.masks import GroundTruthMasks
-from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest
-from grasp_s2r.sim.config import CameraConfig, EnvConfig, RandomizationConfig, SceneConfig
-from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES
+from grasp_s2r.runtime.masks import MaskSource, VisionUnavailable, make_mask_source, mask_source_identity
+from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest, rollout_features
+from grasp_s2r.sim.config import CameraConfig, EnvConfig, RandomizationConfig, SceneConfig, control_env_config
 from grasp_s2r.stats import format_rate
 
 DATASET_KIND = "expert-demonstrations"
@@ -63,10 +66,15 @@ class CollectConfig:
     """Scene, camera and randomization."""
     expert: ExpertConfig = field(default_factory=ExpertConfig)
     """Expert thresholds."""
+    masks: str = "gt"
+    """The controller's input mask recorded at each step: "gt" (ground truth) or "predicted" (a segmenter's)."""
+    vision_checkpoint: str = ""
+    """Segmenter checkpoint for predicted masks ("" = the one packaged with grasp_s2r)."""
 
     def dataset_config(self) -> dict[str, Any]:
         """The part of the config that determines the episodes' content."""
-        return {"seed": self.seed, "env": self.env.to_dict(), "expert": dataclasses.asdict(self.expert)}
+        return {"seed": self.seed, "env": self.env.to_dict(), "expert": dataclasses.asdict(self.expert),
+                "masks": mask_source_identity(self.masks, self.vision_checkpoint)}
 
 
 @dataclass(frozen=True)
@@ -85,36 +93,22 @@ class CollectSummary:
         return self.new_episodes / self.seconds if self.seconds > 0 else float("nan")
 
 
-def expert_features(env: EnvConfig) -> dict[str, dict[str, Any]]:
-    """Feature schema of an expert episode: per-step dtype and shape."""
-    hw = [env.camera.height_px, env.camera.width_px]
-    return {
-        "rgb": {"dtype": "uint8", "shape": [*hw, 3]},
-        "sphere_mask": {"dtype": "bool", "shape": hw},
-        "gripper_mask": {"dtype": "bool", "shape": hw},
-        "proprio": {"dtype": "float32", "shape": [len(PROPRIO_NAMES)], "names": list(PROPRIO_NAMES)},
-        "action": {"dtype": "float32", "shape": [ACTION_DIM]},
-        "phase": {"dtype": "int8", "shape": [], "names": [p.name for p in Phase]},
-        "state": {"dtype": "float64", "shape": [len(STATE_NAMES)], "names": list(STATE_NAMES)},
-    }
-
-
 def collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
     """Collect (or finish collecting) ``cfg.episodes`` expert episodes into ``cfg.out``."""
+    masks = make_mask_source(cfg.masks, cfg.vision_checkpoint, "cpu")  # refused before anything is written
     with ArtifactFolder(Path(cfg.out), "dataset"):
-        return _collect(cfg, progress)
+        return _collect(cfg, masks, progress)
 
 
-_INFO_KEYS = ("seed", "length", "success", "params", "final_sphere_pos_world_m")
+_INFO_KEYS = ("seed", "length", "success", "params", "final_sphere_pos_world_m", "beta", "condition")
 """What a dataset episode's info.json holds (besides its index)."""
 
 
-def _collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
+def _collect(cfg: CollectConfig, masks: MaskSource, progress: bool = True) -> CollectSummary:
     if cfg.episodes <= 0 or cfg.workers <= 0:
         raise ValueError("episodes and workers must be positive")
     root = Path(cfg.out)
-    features = expert_features(cfg.env)
-    init_dataset(root, cfg.dataset_config(), features, DATASET_KIND)
+    init_dataset(root, cfg.dataset_config(), rollout_features(cfg.env), DATASET_KIND)
     removed = remove_partial(root)
     done = set(finished_indices(root))
     todo = [i for i in range(cfg.episodes) if i not in done]
@@ -125,18 +119,18 @@ def _collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
 
     def write(rec: EpisodeRecord) -> None:
         index = todo[rec.info["request_index"]]
-        writer.write(index, {k: rec.arrays[k] for k in features}, {k: rec.info[k] for k in _INFO_KEYS})
+        writer.write(index, rec.arrays, {k: rec.info[k] for k in _INFO_KEYS})
         tally["new"] += 1
         tally["success"] += rec.success
         bar.update(1)
         bar.set_postfix_str(f"success {tally['success'] / tally['new']:.0%}")
 
     if todo:
-        # the one episode loop of the package, expert only (beta = 1), ground-truth masks (unused)
+        # the one episode loop of the package, expert only (beta = 1), recording the mask source's input masks
         requests = [EpisodeRequest(seed=cfg.seed + i, beta=1.0) for i in todo]
         try:
             with EpisodeWriter(root) as writer, open_runner(cfg.backend, cfg.env, workers, cfg.expert) as runner:
-                runner.run(requests, None, GroundTruthMasks(), on_episode=write, progress=False)
+                runner.run(requests, None, masks, on_episode=write, progress=False)
         finally:
             bar.close()
     bar.close()
@@ -192,6 +186,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", type=positive_int, default=CollectConfig.episodes, help="default %(default)s")
     p.add_argument("--out", required=True, help="dataset folder (created, or resumed if it holds this same job)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="episode i uses seed SEED+i (default %(default)s)")
+    p.add_argument("--masks", choices=("gt", "predicted"), default=CollectConfig.masks,
+                   help="the controller input mask recorded at each step: ground truth, or the segmenter's "
+                        "(default %(default)s; a DAgger run takes demonstrations of its own mask source)")
+    p.add_argument("--vision", default=CollectConfig.vision_checkpoint, metavar="CKPT",
+                   help="segmenter checkpoint for --masks predicted (default: the packaged one)")
+    p.add_argument("--controller-scene", action="store_true",
+                   help="the controller's camera calibration tolerance (sim/config.py control_env_config, what "
+                        "'grasp-s2r dagger' uses): demonstrations for 'dagger --demos'")
     add_backend_arguments(p, 1, "env worker processes, each with its own PyBullet client")
     add_env_arguments(p)
 
@@ -199,11 +201,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from grasp_s2r.cli import UsageError
 
+    env = env_config_from_args(args)
     cfg = CollectConfig(out=args.out, episodes=args.episodes, workers=args.workers, seed=args.seed,
-                        env=env_config_from_args(args), backend=backend_from_args(args))
+                        env=control_env_config(env) if args.controller_scene else env,
+                        backend=backend_from_args(args), masks=args.masks, vision_checkpoint=args.vision)
     try:
         s = collect(cfg)
-    except (DatasetError, BackendUnavailable) as e:
+    except (DatasetError, BackendUnavailable, VisionUnavailable) as e:
         raise UsageError(str(e)) from None
     print(f"dataset     {Path(cfg.out).resolve()}")
     print(f"episodes    {s.episodes} ({s.new_episodes} new this run"

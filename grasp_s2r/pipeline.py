@@ -1,9 +1,10 @@
 """``grasp-s2r pipeline``: the whole job on a small default, each stage resumable.
 
-collect (expert demonstrations) -> train-vision (the shipped segmenter fine-tuned on the training recipe, on the
-user's photos with ``--backgrounds``; from scratch with ``--vision-from-scratch``) -> eval-vision (every test suite,
-held-out split) -> dagger (controller over predicted masks) -> eval (end to end, named conditions: nominal, the held-out
-photos composited behind the sphere, and the held-out photos as the sim table's texture).
+train-vision (the shipped segmenter fine-tuned on the training recipe, on the user's photos with ``--backgrounds``;
+from scratch with ``--vision-from-scratch``) -> eval-vision (every test suite, held-out split) -> collect (expert
+demonstrations in the controller's scene, recording that segmenter's masks: DAgger's round 0 as they are) ->
+dagger (controller over predicted masks) -> eval (end to end, named conditions: nominal, the held-out photos
+composited behind the sphere, and the held-out photos as the sim table's texture).
 
 Every stage calls the same library function as its own command and writes into ``OUT/<stage>``;
 re-running the same command after an interruption skips what is finished.
@@ -20,7 +21,7 @@ from pathlib import Path
 from grasp_s2r import __version__
 from grasp_s2r.files import ArtifactFolder
 
-PIPELINE_FORMAT_VERSION = 2
+PIPELINE_FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     from grasp_s2r.control.evaluate import EvalConfig as ControlEvalConfig
     from grasp_s2r.control.evaluate import evaluate as evaluate_policy
     from grasp_s2r.control.evaluate import results_table
+    from grasp_s2r.sim.config import control_env_config
     from grasp_s2r.stats import format_rate
     from grasp_s2r.vision.evaluate import EvalConfig as VisionEvalConfig
     from grasp_s2r.vision.evaluate import evaluate_suites
@@ -87,14 +89,8 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     seconds: dict[str, float] = {}
     total = 5
 
-    t = _stage("collect expert demonstrations", 1, total)
-    demos = out / "demos"
-    c = collect(CollectConfig(out=str(demos), episodes=cfg.demo_episodes, workers=cfg.workers, seed=cfg.seed))
-    print(f"expert success {format_rate(c.successes, c.episodes)}")
-    seconds["collect"] = time.perf_counter() - t
-
     how = "from scratch" if cfg.vision_from_scratch else "fine-tuning the shipped segmenter"
-    t = _stage(f"train the segmentation network on the training recipe ({how})", 2, total)
+    t = _stage(f"train the segmentation network on the training recipe ({how})", 1, total)
     vision_dir = out / "vision"
     model = vision_dir / "model.pt"
     backgrounds = Path(cfg.backgrounds) if cfg.backgrounds else None
@@ -108,13 +104,20 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
         print(f"{model} exists: skipped")
     seconds["train-vision"] = time.perf_counter() - t
 
-    t = _stage("evaluate the segmentation network on every test suite (held-out split)", 3, total)
+    t = _stage("evaluate the segmentation network on every test suite (held-out split)", 2, total)
     vision_report, _ = evaluate_suites(model, list(SUITES), backgrounds_dir=backgrounds, latency_frames=0,
                                        cfg=VisionEvalConfig(n_images=cfg.vision_eval_images, seed=cfg.seed + 1))
     (vision_dir / "eval.json").write_text(json.dumps(vision_report, indent=2))
     print(format_suite_table(vision_report["suites"],
                              f"eval-vision: {model}, {cfg.vision_eval_images} images per suite"))
     seconds["eval-vision"] = time.perf_counter() - t
+
+    t = _stage("collect expert demonstrations (the controller's scene, its segmenter's masks)", 3, total)
+    demos = out / "demos"
+    c = collect(CollectConfig(out=str(demos), episodes=cfg.demo_episodes, workers=cfg.workers, seed=cfg.seed,
+                              env=control_env_config(), masks="predicted", vision_checkpoint=str(model)))
+    print(f"expert success {format_rate(c.successes, c.episodes)}")
+    seconds["collect"] = time.perf_counter() - t
 
     t = _stage("train the controller with DAgger over predicted masks", 4, total)
     d = run_dagger(DaggerConfig(out=str(out / "dagger"), rounds=cfg.dagger_rounds, demos=str(demos),

@@ -133,3 +133,39 @@ def test_folder_of_another_config_or_format_is_refused_untouched(tmp_path):
     (out / "meta.json").write_text(json.dumps(meta))
     r = cli("collect", "--episodes", "1", "--out", str(out), "--seed", "1")
     assert r.returncode == 2 and "grasp-s2r collect" in r.stderr
+
+
+def test_demonstrations_have_the_schema_of_a_dagger_round_and_record_the_mask_source(tmp_path):
+    """collect is a beta = 1 run of the runtime: every step's executed action is the expert's label, and the
+    controller input mask of the mask source asked for is recorded (the shipped segmenter's with "predicted")."""
+    from grasp_s2r.runtime.masks import mask_source_identity
+    from grasp_s2r.runtime.records import STEP_KEYS, rollout_features
+    from grasp_s2r.sim.config import EnvConfig, SceneConfig
+
+    env = EnvConfig(scene=SceneConfig(max_episode_steps=30))
+    gt, predicted = tmp_path / "gt", tmp_path / "predicted"
+    collect(CollectConfig(out=str(gt), episodes=2, env=env), progress=False)
+    collect(CollectConfig(out=str(predicted), episodes=2, env=env, masks="predicted"), progress=False)
+    for root in (gt, predicted):
+        ds = EpisodeDataset(root)
+        assert ds.meta["features"] == json.loads(json.dumps(rollout_features(env)))
+        ep = ds.episode(0)
+        assert sorted(ep.features()) == sorted(STEP_KEYS)
+        assert ep["from_expert"][:].all() and np.isnan(ep["learner_action"][:]).all()
+        np.testing.assert_array_equal(ep["executed_action"][:], ep["action"][:])
+    a, b = EpisodeDataset(gt).episode(1), EpisodeDataset(predicted).episode(1)
+    np.testing.assert_array_equal(a["rgb"][:], b["rgb"][:])  # the mask source never changes the episode
+    np.testing.assert_array_equal(a["input_mask"][:], a["sphere_mask"][:])
+    assert not np.array_equal(b["input_mask"][:], b["sphere_mask"][:])  # the segmenter's, not the ground truth
+    assert EpisodeDataset(predicted).meta["config"]["masks"] == mask_source_identity("predicted")
+
+
+def test_a_dataset_of_another_layout_is_refused_not_extended(tmp_path):
+    root = tmp_path / "old"
+    collect(CollectConfig(out=str(root), episodes=1), progress=False)
+    meta = json.loads((root / "meta.json").read_text())
+    del meta["features"]["input_mask"]  # as written by an older grasp_s2r
+    (root / "meta.json").write_text(json.dumps(meta))
+    r = cli("collect", "--episodes", "2", "--out", str(root))
+    assert r.returncode == 2 and "another layout" in r.stderr and "input_mask" in r.stderr
+    assert finished_indices(root) == [0]

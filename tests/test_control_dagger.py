@@ -18,7 +18,7 @@ import torch
 from grasp_s2r.collect import CollectConfig, collect
 from grasp_s2r.control import seeds
 from grasp_s2r.control.curves import best_round
-from grasp_s2r.control.dagger import DaggerConfig, beta_for_round, run_dagger
+from grasp_s2r.control.dagger import DaggerConfig, beta_for_round, check_demos, run_dagger
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.control.train import TrainConfig, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, read_meta
@@ -141,22 +141,27 @@ def test_cli_run_resumes_after_kill_and_beats_a_random_policy(tmp_path):
     assert trained >= 5 and trained > random, (trained, random)
 
 
-def test_round_zero_can_come_from_collected_demonstrations(tmp_path, capsys):
+def test_round_zero_can_come_from_collected_demonstrations(tmp_path):
+    """Demonstrations of the run's scene and mask source are round 0 as they are; others are refused, saying how to
+    collect them."""
     demos = tmp_path / "demos"
-    scene = SceneConfig(max_episode_steps=25)  # the scene of _tiny; the randomization is collect's default
-    collect(CollectConfig(out=str(demos), episodes=3, workers=1, env=EnvConfig(scene=scene)), progress=False)
+    env = control_env_config(EnvConfig(scene=SceneConfig(max_episode_steps=25)))  # the scene of _tiny
+    collect(CollectConfig(out=str(demos), episodes=3, workers=1, env=env), progress=False)
     cfg = _tiny(tmp_path / "run", rounds=1, demos=str(demos), bc_baseline=False)
     result = run_dagger(cfg, progress=False)
     r0 = EpisodeDataset(tmp_path / "run" / "round-000")
     source = EpisodeDataset(demos)
     assert len(r0) == 2 and result.rows[0]["labels"] == r0.num_steps()
-    np.testing.assert_array_equal(r0.episode(1)["action"][:], source.episode(1)["action"][:])
-    np.testing.assert_array_equal(r0.episode(1)["input_mask"][:], source.episode(1)["sphere_mask"][:])
-    assert "other randomization settings" in capsys.readouterr().out
-    collect(CollectConfig(out=str(tmp_path / "demos64"), episodes=1, workers=1,
-                          env=EnvConfig().replace(scene=SceneConfig(max_episode_steps=30))), progress=False)
-    with pytest.raises(ValueError, match="another scene or camera"):
-        run_dagger(_tiny(tmp_path / "run2", rounds=1, demos=str(tmp_path / "demos64")), progress=False)
+    for key in ("rgb", "action", "input_mask", "executed_action", "state"):
+        np.testing.assert_array_equal(r0.episode(1)[key][:], source.episode(1)[key][:])
+    np.testing.assert_array_equal(r0.episode(1)["input_mask"][:], source.episode(1)["sphere_mask"][:])  # gt masks
+    other_camera = tmp_path / "demos-scene-camera"
+    collect(CollectConfig(out=str(other_camera), episodes=1, workers=1, env=EnvConfig(scene=env.scene)),
+            progress=False)
+    with pytest.raises(ValueError, match=r"another scene or camera .*camera_jitter_deg: 2.0 there, 0.5 now.*--controller-scene"):
+        run_dagger(_tiny(tmp_path / "run2", rounds=1, demos=str(other_camera)), progress=False)
+    with pytest.raises(ValueError, match="other controller input masks .*--masks predicted"):
+        check_demos(_tiny(tmp_path / "run3", rounds=1, demos=str(demos), masks="predicted"))
 
 
 def test_best_round_takes_the_most_successes_and_the_later_round_on_ties():
@@ -186,8 +191,8 @@ def test_cli_options_reach_the_config_and_bad_values_are_refused():
 def test_every_round_episode_holds_every_declared_feature(tmp_path):
     """Rollout rounds and rounds imported from demos both hold every feature their meta.json declares."""
     demos = tmp_path / "demos"
-    collect(CollectConfig(out=str(demos), episodes=2, workers=1, env=EnvConfig(scene=SceneConfig(max_episode_steps=25))),
-            progress=False)
+    collect(CollectConfig(out=str(demos), episodes=2, workers=1,
+                          env=control_env_config(EnvConfig(scene=SceneConfig(max_episode_steps=25)))), progress=False)
     run_dagger(_tiny(tmp_path / "run", rounds=2, demos=str(demos), bc_baseline=False), progress=False)
     for r in (0, 1):
         ds = EpisodeDataset(tmp_path / "run" / f"round-{r:03d}")

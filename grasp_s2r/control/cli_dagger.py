@@ -94,10 +94,9 @@ def _channels(text: str) -> tuple[int, ...]:
 def check_inputs(cfg: DaggerConfig) -> None:
     """The segmenter (--masks predicted) and --demos, checked before the run folder is made or written (run_dagger
     would refuse them only after writing its run.json). Raises UsageError."""
-    import json
-
     from grasp_s2r.cli import UsageError
-    from grasp_s2r.data.episodes import DatasetError, EpisodeDataset
+    from grasp_s2r.control.dagger import check_demos
+    from grasp_s2r.data.episodes import DatasetError
     from grasp_s2r.runtime.masks import VisionUnavailable, make_mask_source
 
     if cfg.masks == "predicted":
@@ -107,19 +106,10 @@ def check_inputs(cfg: DaggerConfig) -> None:
             raise UsageError(str(e)) from None
     if cfg.demos:
         try:
-            demos = EpisodeDataset(cfg.demos)
-        except DatasetError as e:
-            raise UsageError(f"--demos: {e}") from None
-        if len(demos) == 0:
-            raise UsageError(f"--demos: {cfg.demos} holds no finished episode")
-        theirs = demos.meta.get("config", {}).get("env")
-        mine = json.loads(json.dumps(cfg.env.to_dict()))
-        if theirs is not None:  # the check import_demos makes: randomization may differ, scene and camera not
-            differ = sorted(k for k in set(theirs) | set(mine) if k != "randomization" and theirs.get(k) != mine.get(k))
-            if differ:
-                raise UsageError(f"--demos {cfg.demos} were collected with another scene or camera than this run's "
-                                 f"(differs in {', '.join(differ)}); collect them with the same options, or leave "
-                                 "--demos out")
+            check_demos(cfg)
+        except (DatasetError, ValueError) as e:
+            msg = str(e)
+            raise UsageError(msg if msg.startswith("--demos") else f"--demos: {msg}") from None
 
 
 def config_from_args(args: argparse.Namespace) -> DaggerConfig:

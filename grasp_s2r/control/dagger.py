@@ -25,17 +25,23 @@ from tqdm import tqdm
 from grasp_s2r.control import seeds
 from grasp_s2r.control.bc_baseline import bc_round
 from grasp_s2r.control.curves import best_round, plot_curve, summary_line, write_curve_csv, write_curve_json
-from grasp_s2r.control.demos import import_demos
 from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
 from grasp_s2r.control.run_store import ROUND_KIND, RunStore
 from grasp_s2r.control.train import TrainConfig, fit, load_labels
 from grasp_s2r.control.training_episodes import TrainingEpisodes
-from grasp_s2r.data.episodes import EpisodeDataset, EpisodeWriter, finished_indices, init_dataset, remove_partial
+from grasp_s2r.data.episodes import (
+    EpisodeDataset,
+    EpisodeWriter,
+    config_diff,
+    finished_indices,
+    init_dataset,
+    remove_partial,
+)
 from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.runtime.backend import BackendConfig, EpisodeRunner, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS
-from grasp_s2r.runtime.masks import MaskSource, make_mask_source
-from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest, rollout_features
+from grasp_s2r.runtime.masks import MaskSource, make_mask_source, mask_source_identity
+from grasp_s2r.runtime.records import STEP_KEYS, EpisodeRecord, EpisodeRequest, rollout_features
 from grasp_s2r.sim.config import EnvConfig, control_env_config
 from grasp_s2r.stats import wilson_interval
 from grasp_s2r.tblog import TBLogger
@@ -203,6 +209,32 @@ class DaggerResult:
     curve_png: Path
 
 
+def check_demos(cfg: DaggerConfig) -> EpisodeDataset:
+    """The demonstrations of ``cfg.demos`` if they can be the run's round 0 as they are: finished episodes of this
+    package's episode schema, collected with the run's scene and camera (``collect --controller-scene`` with the
+    same scene options) and its mask source (``--masks``, ``--vision``). Raises ValueError (or DatasetError)
+    saying how to collect them otherwise."""
+    demos = EpisodeDataset(cfg.demos)
+    if len(demos) == 0:
+        raise ValueError(f"--demos: {cfg.demos} holds no finished episode")
+    missing = sorted(set(STEP_KEYS) - set(demos.meta.get("features", {})))
+    if missing:
+        raise ValueError(f"--demos {cfg.demos} were collected by an older grasp_s2r (no {', '.join(missing)}): "
+                         "collect them again ('grasp-s2r collect --controller-scene ...')")
+    theirs = demos.meta.get("config", {})
+    mine = json.loads(json.dumps(cfg.env.to_dict()))
+    if theirs.get("env") != mine:
+        raise ValueError(f"--demos {cfg.demos} were collected with another scene or camera than this run's "
+                         f"({config_diff(theirs.get('env'), mine)}); collect them with 'grasp-s2r collect "
+                         "--controller-scene' and this run's scene options, or leave --demos out")
+    want = mask_source_identity(cfg.masks, cfg.vision_checkpoint)
+    if theirs.get("masks") != want:
+        vision = f" --vision {cfg.vision_checkpoint}" if cfg.masks == "predicted" and cfg.vision_checkpoint else ""
+        raise ValueError(f"--demos {cfg.demos} recorded other controller input masks than this run's "
+                         f"({config_diff(theirs.get('masks'), want)}); collect them with --masks {cfg.masks}{vision}")
+    return demos
+
+
 class DaggerTrainer:
     """One DAgger run, a round at a time: ``round(r)`` = ``rollout`` + ``train_and_measure`` (+ the BC baseline)
     + the round's checkpoint. ``run_dagger`` drives it over the rounds not yet complete."""
@@ -239,8 +271,7 @@ class DaggerTrainer:
         root = self.store.round_dir(r)
         config = {"run": self.cfg.identity(), "round": r, "beta": beta}
         if r == 0 and self.cfg.demos:
-            import_demos(Path(self.cfg.demos), root, {**config, "demos": self.cfg.demos}, self.cfg.env, self.masks,
-                         self.cfg.episodes_per_round, ROUND_KIND, self.progress)
+            self.adopt_demos(root, {**config, "demos": self.cfg.demos})
             return float("nan")
         todo = sorted(set(range(self.cfg.episodes_per_round)) - set(finished_indices(root) if root.is_dir() else []))
         requests = [self.episodes.request(seeds.dagger_train_seed(r, i), beta) for i in todo]
@@ -249,6 +280,18 @@ class DaggerTrainer:
         recs = self.rollouts_to(root, config, ROUND_KIND, todo, requests, policy if beta < 1 else None,
                                 desc=f"round {r} rollouts (beta {beta:.2f})", max_blind_steps=cutoff)
         return sum(rec.length for rec in recs) / max(time.perf_counter() - t0, 1e-9)
+
+    def adopt_demos(self, root: Path, config: dict[str, Any]) -> None:
+        """Round 0 = the first ``episodes_per_round`` demonstrations of ``cfg.demos`` (a ``collect`` dataset of the
+        run's scene and mask source, :func:`check_demos`), copied as they are. Resumable."""
+        demos = check_demos(self.cfg)
+        init_dataset(root, config, rollout_features(self.cfg.env), ROUND_KIND)
+        remove_partial(root)
+        todo = sorted(set(range(min(len(demos), self.cfg.episodes_per_round))) - set(finished_indices(root)))
+        with EpisodeWriter(root) as writer:
+            for i in tqdm(todo, desc="round 0 from demos", unit="ep", disable=not self.progress, leave=False):
+                ep = demos.episode(i)
+                writer.write(i, {k: np.asarray(ep[k]) for k in STEP_KEYS}, {**ep.info, "condition": "demos"})
 
     # --- learning and measuring ---------------------------------------------------------------
     def success(self, policy: Policy, desc: str) -> tuple[int, int]:

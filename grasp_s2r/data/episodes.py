@@ -67,8 +67,15 @@ def init_dataset(root: Path, config: dict[str, Any], features: dict[str, Any], k
         old = read_meta(root)
         if old["kind"] != kind:
             raise DatasetError(f"{root} holds a '{old['kind']}' dataset, not '{kind}'")
+        layout = {k: (f["dtype"], f["shape"]) for k, f in json.loads(json.dumps(features)).items()}
+        old_layout = {k: (f["dtype"], f["shape"]) for k, f in old.get("features", {}).items()}
+        if layout != old_layout:
+            differ = sorted(set(layout) ^ set(old_layout)) or sorted(k for k in layout if layout[k] != old_layout[k])
+            raise DatasetError(f"{root} holds episodes of another layout (written by grasp_s2r "
+                               f"{old.get('package_version', '?')}; differs in {', '.join(differ)}): use a new --out "
+                               "folder")
         if json.loads(json.dumps(config)) != old["config"]:
-            diff = _config_diff(old["config"], json.loads(json.dumps(config)))
+            diff = config_diff(old["config"], json.loads(json.dumps(config)))
             raise DatasetError(f"{root} was made with another config ({diff}); use a new --out folder")
         return old
     root.mkdir(parents=True, exist_ok=True)
@@ -76,11 +83,11 @@ def init_dataset(root: Path, config: dict[str, Any], features: dict[str, Any], k
     return meta
 
 
-def _config_diff(old: Any, new: Any, prefix: str = "") -> str:
+def config_diff(old: Any, new: Any, prefix: str = "") -> str:
     if isinstance(old, dict) and isinstance(new, dict):
         for k in sorted(set(old) | set(new)):
             if old.get(k) != new.get(k):
-                return _config_diff(old.get(k), new.get(k), f"{prefix}{k}.")
+                return config_diff(old.get(k), new.get(k), f"{prefix}{k}.")
     return f"{prefix.rstrip('.')}: {old!r} there, {new!r} now"
 
 

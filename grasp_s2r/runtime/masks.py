@@ -4,6 +4,7 @@ asked for."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,6 +45,22 @@ class PredictedMasks(SegmenterMasks):
 
 class VisionUnavailable(RuntimeError):
     """Predicted masks were asked for but no segmenter can be loaded."""
+
+
+def mask_source_identity(kind: str, vision_checkpoint: str = "") -> dict[str, str]:
+    """What makes two mask sources the same: the kind, and for predicted masks the segmenter checkpoint's content
+    (sha256 of its bytes, so that a moved or copied file is the same source)."""
+    if kind != "predicted":
+        return {"kind": kind}
+    path = Path(vision_checkpoint) if vision_checkpoint else _default_checkpoint()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "missing"
+    return {"kind": kind, "segmenter_sha256": digest}
+
+
+def _default_checkpoint() -> Path:
+    from grasp_s2r.vision.segmenter import default_checkpoint_path
+
+    return default_checkpoint_path()
 
 
 def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None) -> MaskSource:

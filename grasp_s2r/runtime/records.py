@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from grasp_s2r.expert.fsm import Phase
 from grasp_s2r.runtime.conditions import Condition
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES
@@ -79,18 +80,23 @@ def hand_over(rec: EpisodeRecord, on_episode: Callable[[EpisodeRecord], None] | 
     if on_episode is not None:
         on_episode(rec)
         rec.arrays, rec.info = {}, {k: rec.info[k] for k in SUMMARY_KEYS}
-STEP_KEYS = ("rgb", "sphere_mask", "gripper_mask", "input_mask", "proprio", "action", "learner_action", "executed_action",
-              "from_expert", "phase", "state")
-STEP_DTYPES = {"rgb": np.uint8, "sphere_mask": bool, "gripper_mask": bool, "input_mask": bool, "proprio": np.float32, "action": np.float32,
-           "learner_action": np.float32, "executed_action": np.float32, "from_expert": bool, "phase": np.int8,
-           "state": np.float64}
+
+
+STEP_KEYS = ("rgb", "sphere_mask", "gripper_mask", "input_mask", "proprio", "action", "learner_action",
+             "executed_action", "from_expert", "phase", "state")
+"""The per-step arrays of a recorded episode (see :attr:`EpisodeRecord.arrays`)."""
+STEP_DTYPES = {"rgb": np.uint8, "sphere_mask": bool, "gripper_mask": bool, "input_mask": bool, "proprio": np.float32,
+               "action": np.float32, "learner_action": np.float32, "executed_action": np.float32, "from_expert": bool,
+               "phase": np.int8, "state": np.float64}
 
 
 def rollout_features(env: EnvConfig) -> dict[str, dict[str, Any]]:
-    """Feature schema (per-step dtype and shape) of a recorded episode, for ``init_dataset``."""
+    """Feature schema (per-step dtype, shape, and the names of vector entries) of a recorded episode, for
+    ``init_dataset``: the one schema of expert demonstrations (``collect``) and DAgger rounds."""
     hw = [env.camera.height_px, env.camera.width_px]
     shapes = {"rgb": [*hw, 3], "sphere_mask": hw, "gripper_mask": hw, "input_mask": hw, "proprio": [len(PROPRIO_NAMES)],
               "action": [ACTION_DIM], "learner_action": [ACTION_DIM], "executed_action": [ACTION_DIM],
               "from_expert": [], "phase": [], "state": [len(STATE_NAMES)]}
-    return {k: {"dtype": np.dtype(STEP_DTYPES[k]).name, "shape": shapes[k]} for k in STEP_KEYS}
-
+    names = {"proprio": list(PROPRIO_NAMES), "phase": [p.name for p in Phase], "state": list(STATE_NAMES)}
+    return {k: {"dtype": np.dtype(STEP_DTYPES[k]).name, "shape": shapes[k], **({"names": names[k]} if k in names else {})}
+            for k in STEP_KEYS}
