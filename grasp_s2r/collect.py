@@ -10,7 +10,6 @@ again.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -19,13 +18,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from grasp_s2r.control.backend import (
-    BackendConfig,
-    BackendUnavailable,
-    add_backend_arguments,
-    backend_from_args,
-    open_runner,
-)
+from grasp_s2r.common_options import backend_options, check_backend, env_options
+from grasp_s2r.configs import to_dict
+from grasp_s2r.control.backend import BackendConfig, BackendUnavailable, open_runner
 from grasp_s2r.control.rollout import EpisodeRecord, EpisodeRequest, GroundTruthMasks
 from grasp_s2r.data.episodes import (
     DatasetError,
@@ -37,7 +32,8 @@ from grasp_s2r.data.episodes import (
 )
 from grasp_s2r.expert.fsm import ExpertConfig, Phase
 from grasp_s2r.files import ArtifactFolder
-from grasp_s2r.sim.config import CameraConfig, EnvConfig, RandomizationConfig, SceneConfig
+from grasp_s2r.options import Option, UsageError, add_options, config_from_options, non_negative_int, positive_int
+from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES
 from grasp_s2r.stats import format_rate
 
@@ -65,7 +61,7 @@ class CollectConfig:
 
     def dataset_config(self) -> dict[str, Any]:
         """The part of the config that determines the episodes' content."""
-        return {"seed": self.seed, "env": self.env.to_dict(), "expert": dataclasses.asdict(self.expert)}
+        return {"seed": self.seed, "env": to_dict(self.env), "expert": to_dict(self.expert)}
 
 
 @dataclass(frozen=True)
@@ -153,53 +149,27 @@ def useful_workers(requested: int, jobs: int) -> int:
 
 
 # --- CLI ------------------------------------------------------------------------------------------
-def add_env_arguments(p: argparse.ArgumentParser) -> None:
-    """Options that build an :class:`EnvConfig`; shared by every command that makes an env."""
-    from grasp_s2r.cli import positive_int
-
-    g = p.add_argument_group("scene and camera")
-    g.add_argument("--resolution", type=positive_int, default=CameraConfig.width_px, metavar="PX",
-                   help="square wrist-camera image size in pixels (default %(default)s)")
-    g.add_argument("--fov", type=float, default=CameraConfig.fov_deg, metavar="DEG",
-                   help="vertical field of view (default %(default)s)")
-    g.add_argument("--sphere-diameter", type=float, default=SceneConfig.sphere_diameter_m, metavar="M",
-                   help="target sphere diameter in metres (default %(default)s)")
-    g.add_argument("--max-steps", type=positive_int, default=SceneConfig.max_episode_steps,
-                   help="step budget of an episode (default %(default)s)")
-    g.add_argument("--no-randomization", action="store_true",
-                   help="nominal colours, light and camera mount (domain randomization off)")
-
-
-def env_config_from_args(args: argparse.Namespace) -> EnvConfig:
-    from grasp_s2r.cli import UsageError
-
-    try:
-        cam = CameraConfig(width_px=args.resolution, height_px=args.resolution, fov_deg=args.fov)
-        scene = SceneConfig(sphere_diameter_m=args.sphere_diameter, max_episode_steps=args.max_steps)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    rand = RandomizationConfig()
-    if args.no_randomization:
-        rand = RandomizationConfig(sphere_color=False, table_texture=False, light_direction=False,
-                                   camera_jitter_m=0.0, camera_jitter_deg=0.0, arm_start_jitter_m=0.0)
-    return EnvConfig(camera=cam, scene=scene, randomization=rand)
+OPTIONS = (
+    Option("--episodes", "number of episodes (indices 0 .. EPISODES-1)", "episodes", type=positive_int),
+    Option("--out", "dataset folder (created, or resumed if it holds this same job)", "out", required=True),
+    Option("--seed", "episode i uses seed SEED+i", "seed", type=non_negative_int),
+    *backend_options("env worker processes, each with its own PyBullet client"),
+    *env_options(),
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from grasp_s2r.cli import non_negative_int, positive_int
+    add_options(p, CollectConfig, OPTIONS)
 
-    p.add_argument("--episodes", type=positive_int, default=CollectConfig.episodes, help="default %(default)s")
-    p.add_argument("--out", required=True, help="dataset folder (created, or resumed if it holds this same job)")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="episode i uses seed SEED+i (default %(default)s)")
-    add_backend_arguments(p, 1, "env worker processes, each with its own PyBullet client")
-    add_env_arguments(p)
+
+def config_from_args(args: argparse.Namespace) -> CollectConfig:
+    cfg = config_from_options(CollectConfig, args, OPTIONS)
+    check_backend(cfg.backend)
+    return cfg
 
 
 def run(args: argparse.Namespace) -> int:
-    from grasp_s2r.cli import UsageError
-
-    cfg = CollectConfig(out=args.out, episodes=args.episodes, workers=args.workers, seed=args.seed,
-                        env=env_config_from_args(args), backend=backend_from_args(args))
+    cfg = config_from_args(args)
     try:
         s = collect(cfg)
     except (DatasetError, BackendUnavailable) as e:

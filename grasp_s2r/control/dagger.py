@@ -30,19 +30,20 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
 from grasp_s2r import __version__
+from grasp_s2r.configs import check_same, to_dict
 from grasp_s2r.control import seeds
 from grasp_s2r.control.backend import BackendConfig, EpisodeRunner, open_runner
 from grasp_s2r.control.conditions import CONDITIONS, Condition
 from grasp_s2r.control.curves import best_round, plot_curve, summary_line, write_curve_csv, write_curve_json
 from grasp_s2r.control.demos import import_demos
-from grasp_s2r.control.policy import Policy, PolicyConfig, default_device, read_policy_blob
+from grasp_s2r.control.policy import MaskInput, Policy, PolicyConfig, read_policy_blob
 from grasp_s2r.control.rollout import (
     EpisodeRecord,
     EpisodeRequest,
@@ -50,8 +51,9 @@ from grasp_s2r.control.rollout import (
     make_mask_source,
     rollout_features,
 )
-from grasp_s2r.control.train import TrainConfig, fit, load_labels
+from grasp_s2r.control.train import PolicyTrainConfig, fit, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, EpisodeWriter, finished_indices, init_dataset, remove_partial
+from grasp_s2r.devices import default_device
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import wilson_interval
@@ -61,7 +63,8 @@ RUN_FORMAT = "grasp_s2r.dagger-run"
 RUN_FORMAT_VERSION = 1
 ROUND_KIND = "dagger-round"
 BC_KIND = "bc-expert"
-BETA_SCHEDULES = ("linear", "exponential")
+BetaSchedule = Literal["linear", "exponential"]
+BETA_SCHEDULES: tuple[str, ...] = get_args(BetaSchedule)
 CONTROL_CAMERA_JITTER_M = 0.001
 """Per-episode camera mount jitter of the controller's scene: a calibration tolerance."""
 CONTROL_CAMERA_JITTER_DEG = 0.5
@@ -104,17 +107,17 @@ class DaggerConfig:
     """Conditions (``conditions.CONDITIONS``) of those episodes, taken in turn: e.g. ("nominal",
     "dynamics-shift", "perturbation") makes the learning curve measure robustness too. Training never
     sees them (the push of ``disturbance_prob`` is its own, different, training condition)."""
-    beta_schedule: str = "linear"
+    beta_schedule: BetaSchedule = "linear"
     """"linear": beta_r = max(0, 1 - r / beta_rampdown_rounds); "exponential": beta_r = beta_decay ** r."""
     beta_rampdown_rounds: int = 3
     """Linear schedule: rounds until the expert is no longer executed at all."""
     beta_decay: float = 0.5
     """Exponential schedule: factor per round."""
-    masks: str = "predicted"
+    masks: MaskInput = "predicted"
     """Controller input: "predicted" (segmenter on the camera image) or "gt" (ground-truth mask)."""
     vision_checkpoint: str = ""
     """Segmenter checkpoint for predicted masks ("" = the one packaged with grasp_s2r)."""
-    backgrounds: str = "train"
+    backgrounds: Literal["train", ""] = "train"
     """Rollout visuals: "train" composites onto the training photos (the segmenter's training
     distribution), "" keeps the raw sim render."""
     disturbance_prob: float = 0.4
@@ -163,7 +166,7 @@ class DaggerConfig:
     """Torch CPU threads of the main process."""
     seed: int = 0
     """Seeds network initialisation and minibatch sampling."""
-    train: TrainConfig = field(default_factory=TrainConfig)
+    train: PolicyTrainConfig = field(default_factory=PolicyTrainConfig)
     """Optimisation per round."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     """Controller architecture."""
@@ -199,7 +202,7 @@ class DaggerConfig:
             raise ValueError(f"camera jitter must be finite and >= 0, got {jitter[0] * 1000:g} mm, {jitter[1]:g} deg")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the run's results (not how many rounds, nor where it computes)."""
@@ -250,10 +253,8 @@ def _check_run_folder(out: Path, cfg: DaggerConfig) -> None:
         if old.get("format") != RUN_FORMAT or old.get("format_version") != RUN_FORMAT_VERSION:
             raise ValueError(f"{out} holds a run of format {old.get('format')} v{old.get('format_version')}, "
                              f"this grasp_s2r writes {RUN_FORMAT} v{RUN_FORMAT_VERSION}; use a new --out folder")
-        if old["identity"] != cfg.identity():
-            diff = sorted(k for k in cfg.identity() if old["identity"].get(k) != cfg.identity()[k])
-            raise ValueError(f"{out} holds a DAgger run with another config (differs in {', '.join(diff)}); "
-                             "use a new --out folder or the same options")
+        check_same(old["identity"], cfg.identity(), f"{out} holds a DAgger run",
+                   "use a new --out folder or the same options")
         return
     blob = {"format": RUN_FORMAT, "format_version": RUN_FORMAT_VERSION, "package_version": __version__,
             "identity": cfg.identity(), "config": cfg.to_dict()}

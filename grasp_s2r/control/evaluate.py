@@ -1,6 +1,6 @@
 """End-to-end evaluation: wrist RGB -> segmentation -> controller -> action, on named conditions.
 
-``evaluate(cfg)`` plays ``cfg.episodes`` episodes per condition (seeds ``seeds.TEST_BASE + i``,
+``evaluate_policy(cfg)`` plays ``cfg.episodes`` episodes per condition (seeds ``seeds.TEST_BASE + i``,
 never used for training, the same for every condition), with the learner alone in control
 (beta = 0), and returns (and writes, as ``OUT/eval.json``) the success rate of each condition with
 its 95 % Wilson interval. A few episodes per condition are drawn as a PNG strip and a GIF.
@@ -23,8 +23,9 @@ from grasp_s2r.control import seeds
 from grasp_s2r.control.backend import BackendConfig, open_runner
 from grasp_s2r.control.conditions import CONDITIONS, resolve_condition
 from grasp_s2r.control.media import write_gif, write_strip
-from grasp_s2r.control.policy import Policy, default_device
+from grasp_s2r.control.policy import MaskInput, Policy
 from grasp_s2r.control.rollout import EpisodeRequest, make_mask_source
+from grasp_s2r.devices import default_device
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import format_rate, wilson_interval
@@ -37,14 +38,14 @@ ISSUE_CONDITIONS = ("nominal", "heldout-backgrounds", "dynamics-shift", "moving-
 
 
 @dataclass(frozen=True)
-class EvalConfig:
+class PolicyEvalConfig:
     """One ``grasp-s2r eval`` run; saved inside its ``eval.json``."""
 
     policy: str
     """Controller checkpoint (``OUT/policy.pt`` of a DAgger run)."""
     vision: str = ""
     """Segmenter checkpoint ("" = the one packaged with grasp_s2r); unused with masks = "gt"."""
-    masks: str = "predicted"
+    masks: MaskInput = "predicted"
     """Controller input: "predicted" (the whole pipeline) or "gt" (ground-truth masks: controller only)."""
     episodes: int = 200
     """Episodes per condition."""
@@ -79,7 +80,7 @@ class EvalConfig:
 
 
 def results_table(results: dict[str, Any]) -> str:
-    """The terminal table of :func:`evaluate`'s result."""
+    """The terminal table of :func:`evaluate_policy`'s result."""
     lines = [f"{'condition':<22} success (95 % Wilson CI)                  mean steps  description"]
     for name, r in results["conditions"].items():
         lines.append(f"{name:<22} {format_rate(r['successes'], r['episodes']):<42} {r['mean_length']:>10.1f}  "
@@ -87,7 +88,7 @@ def results_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
+def evaluate_policy(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     """Success rate per condition; also writes ``cfg.out/eval.json`` and the pictures when ``cfg.out`` is set."""
     if cfg.out:
         with ArtifactFolder(Path(cfg.out), "eval-report"):
@@ -95,7 +96,7 @@ def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
     return _evaluate(cfg, progress)
 
 
-def _evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
+def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     torch.set_num_threads(cfg.torch_threads)
     device = torch.device(cfg.device) if cfg.device else default_device()
     policy, ckpt = Policy.load(Path(cfg.policy), device)

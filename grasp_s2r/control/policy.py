@@ -24,7 +24,7 @@ import io
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -33,6 +33,7 @@ from torch.nn import functional as F
 
 from grasp_s2r import __version__
 from grasp_s2r.control.memory import N_MEMORY, N_MOMENTS
+from grasp_s2r.devices import default_device
 from grasp_s2r.files import atomic_write
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
@@ -45,9 +46,8 @@ PROPRIO_SCALE = (0.2, 0.04, 1.0)
 _PROPRIO_INDEX = tuple(PROPRIO_NAMES.index(n) for n in PROPRIO_INPUTS)
 
 
-def default_device() -> torch.device:
-    """CUDA when present, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+MaskInput = Literal["predicted", "gt"]
+"""The controller's input mask: the segmenter's prediction or the ground truth."""
 
 
 @dataclass(frozen=True)
