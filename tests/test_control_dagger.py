@@ -21,7 +21,7 @@ from grasp_s2r.control.curves import best_round
 from grasp_s2r.control.dagger import DaggerConfig, beta_for_round, control_env_config, run_dagger
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.control.rollout import EpisodeRequest, GroundTruthMasks, RolloutPool
-from grasp_s2r.control.train import TrainConfig, load_labels
+from grasp_s2r.control.train import PolicyTrainConfig, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, read_meta
 from grasp_s2r.sim.config import EnvConfig, SceneConfig
 
@@ -29,7 +29,7 @@ from grasp_s2r.sim.config import EnvConfig, SceneConfig
 def _tiny(out: Path, **kw) -> DaggerConfig:
     env = control_env_config().replace(scene=SceneConfig(max_episode_steps=25))
     base = {"out": str(out), "rounds": 2, "episodes_per_round": 2, "eval_episodes": 2, "masks": "gt", "workers": 2,
-            "disturbance_prob": 0.5, "train": TrainConfig(steps=30, batch_size=32), "env": env}
+            "disturbance_prob": 0.5, "train": PolicyTrainConfig(steps=30, batch_size=32), "env": env}
     return DaggerConfig(**{**base, **kw})
 
 

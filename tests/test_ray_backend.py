@@ -131,11 +131,11 @@ def test_dagger_on_ray_ships_segmenter_and_controller(tmp_path: Path, ray_runtim
     """Two rounds on 2 actors with predicted masks: the actors load the shipped segmenter and round 0's controller;
     every episode lands once in the run folder, and the run resumes as a local one (the backend is not identity)."""
     from grasp_s2r.control.dagger import DaggerConfig, control_env_config, run_dagger
-    from grasp_s2r.control.train import TrainConfig
+    from grasp_s2r.control.train import PolicyTrainConfig
 
     env = control_env_config().replace(scene=SceneConfig(max_episode_steps=25))
     cfg = DaggerConfig(out=str(tmp_path / "run"), rounds=2, episodes_per_round=4, eval_episodes=4, bc_baseline=False,
-                       workers=1, train=TrainConfig(steps=20, batch_size=32), env=env,
+                       workers=1, train=PolicyTrainConfig(steps=20, batch_size=32), env=env,
                        backend=BackendConfig("ray", ray_actors=2))
     result = run_dagger(cfg, progress=False)
     assert [r["round"] for r in result.rows] == [0, 1]
