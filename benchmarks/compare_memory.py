@@ -5,8 +5,8 @@ sphere (start-out-of-view, dropout): 2 training seeds pooled, Wilson 95 % interv
                                         [--eval-episodes 100] [--seeds 0,1]
 
 Each arm is one ``grasp-s2r dagger`` run per seed (observable expert, the training mixture below, predicted masks
-of the shipped segmenter, BC baseline on), then ``evaluate_policy`` of its final DAgger controller (policy.pt) and of its
-last round's BC controller (same labels) on ``--eval-episodes`` per condition and seed (test seeds, never seen in
+of the shipped segmenter, BC baseline on), then ``evaluate_policy`` of its final DAgger controller (policy.pt) and of
+its last round's BC controller (same labels) on ``--eval-episodes`` per condition and seed (test seeds, never seen in
 training). Writes OUT/results.json and prints a table. Resumable (each run folder resumes).
 """
 

@@ -8,7 +8,6 @@ its 95 % Wilson interval. A few episodes per condition are drawn as a PNG strip 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ import torch
 from tqdm import tqdm
 
 from grasp_s2r import __version__
+from grasp_s2r.configs import to_dict
 from grasp_s2r.control import seeds
 from grasp_s2r.control.backend import BackendConfig, open_runner
 from grasp_s2r.control.conditions import CONDITIONS, resolve_condition
@@ -76,7 +76,7 @@ class PolicyEvalConfig:
             raise ValueError("episodes and workers must be >= 1, media_episodes >= 0")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
 
 def results_table(results: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from grasp_s2r.configs import to_dict
 from grasp_s2r.vision.backgrounds import split_names
 from grasp_s2r.vision.folder import load_folder
 from grasp_s2r.vision.metrics import confusion_counts, summarize
@@ -45,7 +46,7 @@ class VisionEvalConfig:
         check_suite(self.suite, self.split)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,8 @@ def predict_all(segmenter: Segmenter, images: np.ndarray, batch_size: int) -> np
 
 
 def evaluate_segmenter(model_path: Path, *, cfg: VisionEvalConfig, data_dir: Path | None = None,
-                       backgrounds_dir: Path | None = None, device: Any = None, threshold: float | None = None) -> EvalResult:
+                       backgrounds_dir: Path | None = None, device: Any = None,
+                       threshold: float | None = None) -> EvalResult:
     """Metrics of the checkpoint at ``model_path`` on a data folder, or on held-out composites without one.
 
     ``threshold``: sphere-probability threshold instead of the checkpoint's own (its calibrated one, else 0.5).
