@@ -24,8 +24,8 @@ import torch
 from grasp_s2r.control import cli_dagger
 from grasp_s2r.control.curves import best_round
 from grasp_s2r.control.dagger import run_dagger
-from grasp_s2r.control.evaluate import EvalConfig, evaluate
-from grasp_s2r.control.policy import default_device
+from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy
+from grasp_s2r.devices import default_device
 from grasp_s2r.stats import difference_interval, format_difference
 
 
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         conditions = tuple(c for c in args.compare_conditions.split(",") if c)
         rates = {}
         for name, ckpt in (("DAgger", result.policy_path), ("BC", bc_ckpt)):
-            res = evaluate(EvalConfig(policy=str(ckpt), vision=cfg.vision_checkpoint, masks=cfg.masks,
+            res = evaluate_policy(PolicyEvalConfig(policy=str(ckpt), vision=cfg.vision_checkpoint, masks=cfg.masks,
                                       episodes=args.compare_episodes, conditions=conditions, workers=cfg.workers,
                                       device=cfg.device, torch_threads=cfg.torch_threads), progress=not args.quiet)
             rates[name] = res["conditions"]

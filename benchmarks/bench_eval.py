@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from grasp_s2r.control import cli_eval
-from grasp_s2r.control.evaluate import evaluate, results_table
+from grasp_s2r.control.evaluate import evaluate_policy, results_table
 
 TARGETS = {"nominal": 0.95, "heldout-backgrounds": 0.95, "table-photo": 0.95, "sim-render": 0.95,
            "start-out-of-view": 0.90, "dropout": 0.90, "camera-miscalibration": 0.90, "dynamics-shift": 0.90,
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     cli_eval.add_arguments(parser)
     args = parser.parse_args(argv)
     cfg = cli_eval.config_from_args(args)
-    results = evaluate(cfg, progress=not args.quiet)
+    results = evaluate_policy(cfg, progress=not args.quiet)
     print(results_table(results))
     print(f"\nmasks={cfg.masks}, {cfg.episodes} episodes per condition, device {results['device']}, "
           f"{results['seconds']:.0f} s in all")

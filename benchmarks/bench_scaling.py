@@ -25,7 +25,7 @@ import torch
 
 from grasp_s2r.control.dagger import DaggerConfig, run_dagger
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.control.train import TrainConfig
+from grasp_s2r.control.train import PolicyTrainConfig
 from grasp_s2r.data.episodes import init_dataset, write_episode
 from grasp_s2r.runtime.backend import BackendConfig, open_runner
 from grasp_s2r.runtime.masks import GroundTruthMasks
@@ -66,7 +66,7 @@ def dagger_rounds(episodes: int) -> None:
     for name, backend in (("local 2", BackendConfig()), ("ray 2x1", BackendConfig("ray", ray_actors=2))):
         with tempfile.TemporaryDirectory() as tmp:
             cfg = DaggerConfig(out=tmp, rounds=2, episodes_per_round=episodes, eval_episodes=episodes,
-                               bc_baseline=False, train=TrainConfig(steps=200), backend=backend,
+                               bc_baseline=False, train=PolicyTrainConfig(steps=200), backend=backend,
                                workers=2 if backend.backend == "local" else 1)
             rows[name] = run_dagger(cfg, progress=False).rows[1]
         r = rows[name]

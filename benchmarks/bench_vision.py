@@ -28,7 +28,7 @@ import torch
 
 from grasp_s2r.vision.backgrounds import load_backgrounds
 from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
-from grasp_s2r.vision.evaluate import EvalConfig, evaluate
+from grasp_s2r.vision.evaluate import VisionEvalConfig, evaluate_segmenter
 from grasp_s2r.vision.metrics import PixelCounts, confusion_counts, summarize
 from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
 from grasp_s2r.vision.suites import SUITES, latency_ms, resolve_suites
@@ -64,8 +64,8 @@ def quality(model: Path, suite: str, seeds: list[int], n_images: int, threshold:
     out: dict[str, Any] = {"per_seed": {}}
     counts = []
     for seed in seeds:
-        result = evaluate(model, cfg=EvalConfig(n_images=n_images, seed=seed, suite=suite), device="cpu",
-                          threshold=threshold)
+        result = evaluate_segmenter(model, cfg=VisionEvalConfig(n_images=n_images, seed=seed, suite=suite),
+                                    device="cpu", threshold=threshold)
         out["per_seed"][seed] = result.report["metrics"]
         counts.append(confusion_counts(result.pred, result.target))
     out["pooled"] = _pooled(counts)

@@ -5,8 +5,8 @@ sphere (start-out-of-view, dropout): 2 training seeds pooled, Wilson 95 % interv
                                         [--eval-episodes 100] [--seeds 0,1]
 
 Each arm is one ``grasp-s2r dagger`` run per seed (observable expert, the training mixture below, predicted masks
-of the shipped segmenter, BC baseline on), then ``evaluate`` of its final DAgger controller (policy.pt) and of its
-last round's BC controller (same labels) on ``--eval-episodes`` per condition and seed (test seeds, never seen in
+of the shipped segmenter, BC baseline on), then ``evaluate_policy`` of its final DAgger controller (policy.pt) and of
+its last round's BC controller (same labels) on ``--eval-episodes`` per condition and seed (test seeds, never seen in
 training). Writes OUT/results.json and prints a table. Resumable (each run folder resumes).
 """
 
@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 
 from grasp_s2r.control.dagger import DaggerConfig, run_dagger
-from grasp_s2r.control.evaluate import EvalConfig, evaluate
+from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy
 from grasp_s2r.control.policy import PolicyConfig
-from grasp_s2r.control.train import TrainConfig
+from grasp_s2r.control.train import PolicyTrainConfig
 from grasp_s2r.stats import wilson_interval
 
 CONDITIONS = ("start-out-of-view", "dropout")
@@ -46,14 +46,14 @@ def main() -> None:
                 out=str(args.out / f"{arm}-seed{seed}"), rounds=args.rounds, episodes_per_round=args.episodes_per_round,
                 eval_episodes=24, eval_conditions=CONDITIONS, observable_expert=True, out_of_view_prob=0.3,
                 dropout_prob=0.3, table_photo_prob=0.2, workers=args.workers, seed=seed,
-                train=TrainConfig(), policy=dataclasses.replace(PolicyConfig(), memory=memory))
+                train=PolicyTrainConfig(), policy=dataclasses.replace(PolicyConfig(), memory=memory))
             d = run_dagger(cfg)
             labels.append(d.rows[-1]["labels"])
             last = d.rows[-1]["round"]
             for learner, ckpt in (("dagger", d.policy_path),
                                   ("bc", Path(cfg.out) / "checkpoints" / f"bc-{last:03d}.pt")):
-                r = evaluate(EvalConfig(policy=str(ckpt), episodes=args.eval_episodes, conditions=CONDITIONS,
-                                        workers=args.workers), progress=False)
+                r = evaluate_policy(PolicyEvalConfig(policy=str(ckpt), episodes=args.eval_episodes,
+                                                     conditions=CONDITIONS, workers=args.workers), progress=False)
                 for c in CONDITIONS:
                     counts[learner, c][0] += r["conditions"][c]["successes"]
                     counts[learner, c][1] += r["conditions"][c]["episodes"]

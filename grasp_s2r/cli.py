@@ -1,8 +1,8 @@
 """``grasp-s2r`` command line: thin parsers that call library functions.
 
-Each sub-command lives in the module that owns its role and exposes ``add_arguments(parser)``
-and ``run(args) -> int``; modules are imported only when their command runs (``collect`` does
-not pay for importing torch).
+Each sub-command lives in the module that owns its role and exposes ``add_arguments(parser)`` (its options,
+generated from its config dataclass by :mod:`grasp_s2r.options`) and ``run(args) -> int``; modules are imported
+only when their command runs (``collect`` does not pay for importing torch).
 """
 
 from __future__ import annotations
@@ -14,6 +14,14 @@ import signal
 import sys
 
 from grasp_s2r import __version__
+from grasp_s2r.files import ArtifactError
+from grasp_s2r.options import (  # noqa: F401 - re-exported: the command modules' names
+    Parser,
+    UsageError,
+    non_negative_int,
+    positive_int,
+    torch_device,
+)
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "collect": ("grasp_s2r.collect", "run the FSM expert and write a dataset of episodes"),
@@ -36,57 +44,10 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-class UsageError(Exception):
-    """Bad user input: reported as one line on stderr, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """Reports bad arguments as one line (with the command it belongs to) and exit code 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def torch_device(text: str) -> str:
-    """A ``--device`` value: any torch device name; ``cuda`` only where CUDA is present ("" = the default)."""
-    if not text:
-        return text
-    import torch
-
-    try:
-        device = torch.device(text)
-    except RuntimeError as e:
-        raise argparse.ArgumentTypeError(f"unknown torch device {text!r} ({str(e).splitlines()[0]})") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise argparse.ArgumentTypeError(f"{text!r} asked for, but this machine has no usable CUDA device; "
-                                         "use --device cpu (or leave --device out: CUDA when present, else CPU)")
-    return text
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-    return value
-
-
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = _Parser(prog="grasp-s2r", description=__doc__.splitlines()[0])
+    parser = Parser(prog="grasp-s2r", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"grasp_s2r {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
     parser.command_parsers = {}  # type: ignore[attr-defined]
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -104,8 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:  # reported by the command's own parser, so that the line names the command
         parser.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     module = importlib.import_module(COMMANDS[args.command][0])
-    from grasp_s2r.files import ArtifactError
-
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(module.run(args) or 0)

@@ -14,7 +14,6 @@ each finished episode atomically, so a killed run is resumed by running the same
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from grasp_s2r.common_options import backend_options, check_backend, env_options
+from grasp_s2r.configs import to_dict
 from grasp_s2r.data.episodes import (
     DatasetError,
     EpisodeDataset,
@@ -33,16 +34,11 @@ from grasp_s2r.data.episodes import (
 )
 from grasp_s2r.expert.fsm import ExpertConfig
 from grasp_s2r.files import ArtifactFolder
-from grasp_s2r.runtime.backend import (
-    BackendConfig,
-    BackendUnavailable,
-    add_backend_arguments,
-    backend_from_args,
-    open_runner,
-)
-from grasp_s2r.runtime.masks import MaskSource, VisionUnavailable, make_mask_source, mask_source_identity
+from grasp_s2r.options import Option, UsageError, add_options, config_from_options, non_negative_int, positive_int
+from grasp_s2r.runtime.backend import BackendConfig, BackendUnavailable, open_runner
+from grasp_s2r.runtime.masks import MaskInput, MaskSource, VisionUnavailable, make_mask_source, mask_source_identity
 from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest, rollout_features
-from grasp_s2r.sim.config import CameraConfig, EnvConfig, RandomizationConfig, SceneConfig, control_env_config
+from grasp_s2r.sim.config import CONTROL_CAMERA_JITTER_DEG, CONTROL_CAMERA_JITTER_M, EnvConfig
 from grasp_s2r.stats import format_rate
 
 DATASET_KIND = "expert-demonstrations"
@@ -66,14 +62,14 @@ class CollectConfig:
     """Scene, camera and randomization."""
     expert: ExpertConfig = field(default_factory=ExpertConfig)
     """Expert thresholds."""
-    masks: str = "gt"
+    masks: MaskInput = "gt"
     """The controller's input mask recorded at each step: "gt" (ground truth) or "predicted" (a segmenter's)."""
     vision_checkpoint: str = ""
     """Segmenter checkpoint for predicted masks ("" = the one packaged with grasp_s2r)."""
 
     def dataset_config(self) -> dict[str, Any]:
         """The part of the config that determines the episodes' content."""
-        return {"seed": self.seed, "env": self.env.to_dict(), "expert": dataclasses.asdict(self.expert),
+        return {"seed": self.seed, "env": to_dict(self.env), "expert": to_dict(self.expert),
                 "masks": mask_source_identity(self.masks, self.vision_checkpoint)}
 
 
@@ -148,63 +144,35 @@ def useful_workers(requested: int, jobs: int) -> int:
 
 
 # --- CLI ------------------------------------------------------------------------------------------
-def add_env_arguments(p: argparse.ArgumentParser) -> None:
-    """Options that build an :class:`EnvConfig`; shared by every command that makes an env."""
-    from grasp_s2r.cli import positive_int
-
-    g = p.add_argument_group("scene and camera")
-    g.add_argument("--resolution", type=positive_int, default=CameraConfig.width_px, metavar="PX",
-                   help="square wrist-camera image size in pixels (default %(default)s)")
-    g.add_argument("--fov", type=float, default=CameraConfig.fov_deg, metavar="DEG",
-                   help="vertical field of view (default %(default)s)")
-    g.add_argument("--sphere-diameter", type=float, default=SceneConfig.sphere_diameter_m, metavar="M",
-                   help="target sphere diameter in metres (default %(default)s)")
-    g.add_argument("--max-steps", type=positive_int, default=SceneConfig.max_episode_steps,
-                   help="step budget of an episode (default %(default)s)")
-    g.add_argument("--no-randomization", action="store_true",
-                   help="nominal colours, light and camera mount (domain randomization off)")
-
-
-def env_config_from_args(args: argparse.Namespace) -> EnvConfig:
-    from grasp_s2r.cli import UsageError
-
-    try:
-        cam = CameraConfig(width_px=args.resolution, height_px=args.resolution, fov_deg=args.fov)
-        scene = SceneConfig(sphere_diameter_m=args.sphere_diameter, max_episode_steps=args.max_steps)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    rand = RandomizationConfig()
-    if args.no_randomization:
-        rand = RandomizationConfig(sphere_color=False, table_texture=False, light_direction=False,
-                                   camera_jitter_m=0.0, camera_jitter_deg=0.0, arm_start_jitter_m=0.0)
-    return EnvConfig(camera=cam, scene=scene, randomization=rand)
+OPTIONS = (
+    Option("--episodes", "number of episodes (indices 0 .. EPISODES-1)", "episodes", type=positive_int),
+    Option("--out", "dataset folder (created, or resumed if it holds this same job)", "out", required=True),
+    Option("--seed", "episode i uses seed SEED+i", "seed", type=non_negative_int),
+    Option("--masks", "the controller input mask recorded at each step: the ground truth or the segmenter's (a DAgger "
+           "run takes demonstrations of its own mask source)", "masks"),
+    Option("--vision", "segmenter checkpoint for --masks predicted", "vision_checkpoint", metavar="CKPT",
+           show=lambda c: c or "the packaged one"),
+    Option("--controller-scene", "the controller's camera calibration tolerance (sim/config.py control_env_config, "
+           "what 'grasp-s2r dagger' uses): demonstrations for 'dagger --demos'",
+           sets={"env.randomization.camera_jitter_m": CONTROL_CAMERA_JITTER_M,
+                 "env.randomization.camera_jitter_deg": CONTROL_CAMERA_JITTER_DEG}),
+    *backend_options("env worker processes, each with its own PyBullet client"),
+    *env_options(),
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from grasp_s2r.cli import non_negative_int, positive_int
+    add_options(p, CollectConfig, OPTIONS)
 
-    p.add_argument("--episodes", type=positive_int, default=CollectConfig.episodes, help="default %(default)s")
-    p.add_argument("--out", required=True, help="dataset folder (created, or resumed if it holds this same job)")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="episode i uses seed SEED+i (default %(default)s)")
-    p.add_argument("--masks", choices=("gt", "predicted"), default=CollectConfig.masks,
-                   help="the controller input mask recorded at each step: ground truth, or the segmenter's "
-                        "(default %(default)s; a DAgger run takes demonstrations of its own mask source)")
-    p.add_argument("--vision", default=CollectConfig.vision_checkpoint, metavar="CKPT",
-                   help="segmenter checkpoint for --masks predicted (default: the packaged one)")
-    p.add_argument("--controller-scene", action="store_true",
-                   help="the controller's camera calibration tolerance (sim/config.py control_env_config, what "
-                        "'grasp-s2r dagger' uses): demonstrations for 'dagger --demos'")
-    add_backend_arguments(p, 1, "env worker processes, each with its own PyBullet client")
-    add_env_arguments(p)
+
+def config_from_args(args: argparse.Namespace) -> CollectConfig:
+    cfg = config_from_options(CollectConfig, args, OPTIONS)
+    check_backend(cfg.backend)
+    return cfg
 
 
 def run(args: argparse.Namespace) -> int:
-    from grasp_s2r.cli import UsageError
-
-    env = env_config_from_args(args)
-    cfg = CollectConfig(out=args.out, episodes=args.episodes, workers=args.workers, seed=args.seed,
-                        env=control_env_config(env) if args.controller_scene else env,
-                        backend=backend_from_args(args), masks=args.masks, vision_checkpoint=args.vision)
+    cfg = config_from_args(args)
     try:
         s = collect(cfg)
     except (DatasetError, BackendUnavailable, VisionUnavailable) as e:

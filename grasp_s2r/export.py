@@ -35,6 +35,7 @@ import numpy as np
 from grasp_s2r import GYM_ENV_ID, __version__
 from grasp_s2r.data.episodes import DatasetError, Episode, EpisodeDataset
 from grasp_s2r.files import ArtifactError, ArtifactFolder, folder_kind
+from grasp_s2r.options import UsageError
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES, STATE_NAMES
 
@@ -361,8 +362,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grasp_s2r.cli import UsageError
-
     try:
         src = read_source(Path(args.dataset))
         if args.format == "robomimic":

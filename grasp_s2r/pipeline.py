@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grasp_s2r import __version__
 from grasp_s2r.files import ArtifactFolder
+from grasp_s2r.options import Option, UsageError, add_options, config_from_options, positive_int
 
 PIPELINE_FORMAT_VERSION = 3
 
@@ -37,7 +38,7 @@ class PipelineConfig:
     vision_from_scratch: bool = False
     """Train the segmenter from random weights instead of fine-tuning the shipped one (far weaker at this size)."""
     vision_lr: float = 3e-4
-    """Peak learning rate of the fine-tuning (from scratch: ``TrainConfig``'s default)."""
+    """Peak learning rate of the fine-tuning (from scratch: ``SegmenterTrainConfig``'s default)."""
     backgrounds: str = ""
     """Folder of the user's own photos for the segmenter and its held-out suites ("" = the embedded photos)."""
     vision_eval_images: int = 500
@@ -71,17 +72,14 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
 
     from grasp_s2r.collect import CollectConfig, collect
     from grasp_s2r.control.dagger import DaggerConfig, run_dagger
-    from grasp_s2r.control.evaluate import EvalConfig as ControlEvalConfig
-    from grasp_s2r.control.evaluate import evaluate as evaluate_policy
-    from grasp_s2r.control.evaluate import results_table
+    from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy, results_table
     from grasp_s2r.sim.config import control_env_config
     from grasp_s2r.stats import format_rate
-    from grasp_s2r.vision.evaluate import EvalConfig as VisionEvalConfig
-    from grasp_s2r.vision.evaluate import evaluate_suites
+    from grasp_s2r.vision.evaluate import VisionEvalConfig, evaluate_suites
     from grasp_s2r.vision.metrics import format_suite_table
     from grasp_s2r.vision.segmenter import default_checkpoint_path
     from grasp_s2r.vision.suites import SUITES
-    from grasp_s2r.vision.train import TrainConfig, train
+    from grasp_s2r.vision.train import SegmenterTrainConfig, train
 
     torch.set_num_threads(max(1, cfg.workers))
     out = Path(cfg.out)
@@ -96,8 +94,8 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     backgrounds = Path(cfg.backgrounds) if cfg.backgrounds else None
     if not model.exists():
         resume = (vision_dir / "checkpoint-latest.pt").exists()
-        train_cfg = (TrainConfig(steps=cfg.vision_steps, seed=cfg.seed) if cfg.vision_from_scratch else
-                     TrainConfig(steps=cfg.vision_steps, seed=cfg.seed, lr=cfg.vision_lr,
+        train_cfg = (SegmenterTrainConfig(steps=cfg.vision_steps, seed=cfg.seed) if cfg.vision_from_scratch else
+                     SegmenterTrainConfig(steps=cfg.vision_steps, seed=cfg.seed, lr=cfg.vision_lr,
                                  init_checkpoint=str(default_checkpoint_path())))
         model = train(train_cfg, vision_dir, resume=resume, backgrounds_dir=backgrounds)
     else:
@@ -125,7 +123,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     seconds["dagger"] = time.perf_counter() - t
 
     t = _stage("evaluate end to end: wrist RGB -> mask -> controller -> action", 5, total)
-    results = evaluate_policy(ControlEvalConfig(
+    results = evaluate_policy(PolicyEvalConfig(
         policy=str(d.policy_path), vision=str(model), episodes=cfg.eval_episodes, conditions=cfg.conditions,
         workers=cfg.workers, out=str(out / "eval"),
     ))
@@ -146,39 +144,39 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     return summary
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from grasp_s2r.cli import positive_int
+OPTIONS = (
+    Option("--out", "root folder", "out"),
+    Option("--demo-episodes", "expert episodes of collect (DAgger round 0)", "demo_episodes", type=positive_int),
+    Option("--vision-steps", "optimizer steps of the segmentation network", "vision_steps", type=positive_int),
+    Option("--vision-from-scratch", "train the segmenter from random weights instead of fine-tuning the shipped one",
+           sets={"vision_from_scratch": True}),
+    Option("--backgrounds", "your own photos: the segmenter is fine-tuned on them and tested on their held-out ones",
+           "backgrounds", metavar="DIR", show=lambda d: d or "the embedded photos"),
+    Option("--dagger-rounds", "DAgger rounds, round 0 included", "dagger_rounds", type=positive_int),
+    Option("--eval-episodes", "episodes per condition of the end-to-end evaluation", "eval_episodes",
+           type=positive_int),
+    Option("--workers", "worker processes for collection and rollouts", "workers", type=positive_int),
+)
 
-    d = PipelineConfig()
-    p.add_argument("--out", default=d.out, help="root folder (default %(default)s)")
-    p.add_argument("--demo-episodes", type=positive_int, default=d.demo_episodes, help="default %(default)s")
-    p.add_argument("--vision-steps", type=positive_int, default=d.vision_steps, help="default %(default)s")
-    p.add_argument("--vision-from-scratch", action="store_true",
-                   help="train the segmenter from random weights instead of fine-tuning the shipped one")
-    p.add_argument("--backgrounds", default=d.backgrounds, metavar="DIR",
-                   help="your own photos: the segmenter is fine-tuned on them and tested on their held-out ones")
-    p.add_argument("--dagger-rounds", type=positive_int, default=d.dagger_rounds, help="default %(default)s")
-    p.add_argument("--eval-episodes", type=positive_int, default=d.eval_episodes, help="default %(default)s")
-    p.add_argument("--workers", type=positive_int, default=d.workers, help="default %(default)s")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_options(p, PipelineConfig, OPTIONS)
 
 
 def config_from_args(args: argparse.Namespace) -> PipelineConfig:
     """The :class:`PipelineConfig` of parsed :func:`add_arguments` options (the CLI and the benchmark share it)."""
-    from grasp_s2r.cli import UsageError
+    from grasp_s2r.vision.backgrounds import BackgroundError, load_backgrounds  # cv2: only here, not for --help
 
-    if args.backgrounds and not Path(args.backgrounds).is_dir():
-        raise UsageError(f"--backgrounds {args.backgrounds} is not a folder")
-    if args.backgrounds:  # every stage reads them: a folder without usable photos is refused before collect starts
-        from grasp_s2r.vision.backgrounds import BackgroundError, load_backgrounds
-
+    cfg = config_from_options(PipelineConfig, args, OPTIONS)
+    if cfg.backgrounds and not Path(cfg.backgrounds).is_dir():
+        raise UsageError(f"--backgrounds {cfg.backgrounds} is not a folder")
+    if cfg.backgrounds:  # every stage reads them: a folder without usable photos is refused before collect starts
         try:
             for split in ("train", "heldout"):
-                load_backgrounds(split, Path(args.backgrounds))
+                load_backgrounds(split, Path(cfg.backgrounds))
         except BackgroundError as e:
             raise UsageError(f"--backgrounds: {e}") from None
-    return PipelineConfig(out=args.out, demo_episodes=args.demo_episodes, vision_steps=args.vision_steps,
-                          vision_from_scratch=args.vision_from_scratch, backgrounds=args.backgrounds,
-                          dagger_rounds=args.dagger_rounds, eval_episodes=args.eval_episodes, workers=args.workers)
+    return cfg
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from grasp_s2r.agent import (
 from grasp_s2r.control import seeds
 from grasp_s2r.control.memory import episode_memory_features
 from grasp_s2r.control.policy import Policy, PolicyConfig
-from grasp_s2r.control.train import LabelSet, TrainConfig, fit
+from grasp_s2r.control.train import LabelSet, PolicyTrainConfig, fit
 from grasp_s2r.expert.fsm import Expert
 from grasp_s2r.sim.config import CameraConfig, control_env_config
 from grasp_s2r.sim.env import GraspEnv
@@ -103,7 +103,7 @@ def controller(tmp_path_factory) -> Path:
         labels = _expert_labels(env, segmenter, 24)
     torch.manual_seed(0)
     policy = Policy(PolicyConfig(), "cpu")
-    fit(policy, labels, TrainConfig(steps=800), np.random.default_rng(0), progress=False)
+    fit(policy, labels, PolicyTrainConfig(steps=800), np.random.default_rng(0), progress=False)
     path = tmp_path_factory.mktemp("agent") / "policy.pt"
     policy.save(path, {"config": {"env": env_config.to_dict()}, "round": 0, "kind": "bc"})
     return path

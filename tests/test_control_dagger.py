@@ -20,7 +20,7 @@ from grasp_s2r.control import seeds
 from grasp_s2r.control.curves import best_round
 from grasp_s2r.control.dagger import DaggerConfig, beta_for_round, check_demos, run_dagger
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.control.train import TrainConfig, load_labels
+from grasp_s2r.control.train import PolicyTrainConfig, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, read_meta
 from grasp_s2r.runtime.masks import GroundTruthMasks
 from grasp_s2r.runtime.pool import RolloutPool
@@ -31,7 +31,7 @@ from grasp_s2r.sim.config import EnvConfig, SceneConfig, control_env_config
 def _tiny(out: Path, **kw) -> DaggerConfig:
     env = control_env_config().replace(scene=SceneConfig(max_episode_steps=25))
     base = {"out": str(out), "rounds": 2, "episodes_per_round": 2, "eval_episodes": 2, "masks": "gt", "workers": 2,
-            "disturbance_prob": 0.5, "train": TrainConfig(steps=30, batch_size=32), "env": env}
+            "disturbance_prob": 0.5, "train": PolicyTrainConfig(steps=30, batch_size=32), "env": env}
     return DaggerConfig(**{**base, **kw})
 
 
@@ -158,7 +158,7 @@ def test_round_zero_can_come_from_collected_demonstrations(tmp_path):
     other_camera = tmp_path / "demos-scene-camera"
     collect(CollectConfig(out=str(other_camera), episodes=1, workers=1, env=EnvConfig(scene=env.scene)),
             progress=False)
-    with pytest.raises(ValueError, match=r"another scene or camera .*camera_jitter_deg: 2.0 there, 0.5 now.*--controller-scene"):
+    with pytest.raises(ValueError, match=r"another scene or camera .*camera_jitter_deg: stored 2.0, asked 0.5.*--controller-scene"):
         run_dagger(_tiny(tmp_path / "run2", rounds=1, demos=str(other_camera)), progress=False)
     with pytest.raises(ValueError, match="other controller input masks .*--masks predicted"):
         check_demos(_tiny(tmp_path / "run3", rounds=1, demos=str(demos), masks="predicted"))

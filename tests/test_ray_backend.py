@@ -52,7 +52,7 @@ def test_collect_same_bytes_local_1_local_2_ray_2(tmp_path: Path, ray_runtime) -
         assert s.episodes == 6 and s.new_episodes == 6
         data[name] = _episode_bytes(out)
         assert (out / "meta.json").read_bytes() == (tmp_path / "local-1" / "meta.json").read_bytes()
-    assert len(data["local-1"]) == 6 * 8  # 7 arrays + info.json per episode
+    assert len(data["local-1"]) == 6 * 12  # 11 arrays (a DAgger round's schema) + info.json per episode
     assert data["local-1"] == data["local-2"] == data["ray-2x1"]
 
 
@@ -133,12 +133,12 @@ def test_dagger_on_ray_ships_segmenter_and_controller(tmp_path: Path, ray_runtim
     """Two rounds on 2 actors with predicted masks: the actors load the shipped segmenter and round 0's controller;
     every episode lands once in the run folder, and the run resumes as a local one (the backend is not identity)."""
     from grasp_s2r.control.dagger import DaggerConfig, run_dagger
-    from grasp_s2r.control.train import TrainConfig
+    from grasp_s2r.control.train import PolicyTrainConfig
     from grasp_s2r.sim.config import control_env_config
 
     env = control_env_config().replace(scene=SceneConfig(max_episode_steps=25))
     cfg = DaggerConfig(out=str(tmp_path / "run"), rounds=2, episodes_per_round=4, eval_episodes=4, bc_baseline=False,
-                       workers=1, train=TrainConfig(steps=20, batch_size=32), env=env,
+                       workers=1, train=PolicyTrainConfig(steps=20, batch_size=32), env=env,
                        backend=BackendConfig("ray", ray_actors=2))
     result = run_dagger(cfg, progress=False)
     assert [r["round"] for r in result.rows] == [0, 1]

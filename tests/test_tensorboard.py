@@ -61,13 +61,13 @@ def test_without_the_option_nothing_is_logged_and_without_the_package_one_line(t
 
 def test_dagger_logs_success_and_loss_per_round_and_rollout_overlays(tmp_path):
     from grasp_s2r.control.dagger import DaggerConfig, run_dagger
-    from grasp_s2r.control.train import TrainConfig
+    from grasp_s2r.control.train import PolicyTrainConfig
     from grasp_s2r.sim.config import SceneConfig, control_env_config
 
     torch.set_num_threads(1)
     env = control_env_config().replace(scene=SceneConfig(max_episode_steps=25))
     cfg = DaggerConfig(out=str(tmp_path / "run"), rounds=2, episodes_per_round=2, eval_episodes=2, masks="gt",
-                       workers=1, bc_baseline=False, train=TrainConfig(steps=20, batch_size=32), env=env)
+                       workers=1, bc_baseline=False, train=PolicyTrainConfig(steps=20, batch_size=32), env=env)
     result = run_dagger(cfg, progress=False, tensorboard=tmp_path / "tb")
     acc = _events(tmp_path / "tb")
     scalars = set(acc.Tags()["scalars"])

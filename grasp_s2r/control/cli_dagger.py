@@ -3,84 +3,93 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
-from grasp_s2r.control.dagger import BETA_SCHEDULES, DaggerConfig
-from grasp_s2r.control.policy import PolicyConfig
-from grasp_s2r.control.train import TrainConfig
-from grasp_s2r.runtime.backend import add_backend_arguments, backend_from_args
-from grasp_s2r.sim.config import control_env_config
-from grasp_s2r.tblog import add_tensorboard_argument
+from grasp_s2r.common_options import backend_options, check_backend, env_options
+from grasp_s2r.control.dagger import DaggerConfig, check_demos, run_dagger
+from grasp_s2r.data.episodes import DatasetError
+from grasp_s2r.options import (
+    Option,
+    UsageError,
+    add_options,
+    comma_list,
+    comma_text,
+    config_from_options,
+    non_negative_int,
+    positive_int,
+    torch_device,
+)
+from grasp_s2r.runtime.backend import BackendUnavailable
+from grasp_s2r.runtime.masks import VisionUnavailable, make_mask_source
+from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
+
+
+def _mm(m: float) -> str:
+    return f"{m * 1000:g}"
+
+
+OPTIONS = (
+    Option("--out", "run folder (created, or resumed when it holds this same run)", "out", required=True),
+    Option("--rounds", "rounds, round 0 included", "rounds", type=positive_int),
+    Option("--episodes-per-round", "episodes rolled out and labelled per round", "episodes_per_round",
+           type=positive_int),
+    Option("--eval-episodes", "episodes measuring the success rate after each round", "eval_episodes",
+           type=positive_int),
+    Option("--eval-conditions", "conditions of those episodes, in turn, e.g. nominal,dynamics-shift,perturbation",
+           "eval_conditions", convert=comma_list, show=comma_text, metavar="C1,C2,..."),
+    Option("--beta-schedule", "linear: beta = max(0, 1 - round/R); exponential: beta = decay**round",
+           "beta_schedule"),
+    Option("--beta-rampdown", "linear schedule: rounds until beta reaches 0", "beta_rampdown_rounds",
+           type=positive_int, metavar="R"),
+    Option("--beta-decay", "exponential schedule", "beta_decay", type=float),
+    Option("--masks", "controller input: the segmenter's masks or the ground truth", "masks"),
+    Option("--vision", "segmenter checkpoint", "vision_checkpoint", metavar="CKPT",
+           show=lambda c: c or "the packaged one"),
+    Option("--raw-sim", "roll out on raw sim renders instead of composites onto the training photos",
+           sets={"backgrounds": ""}),
+    Option("--blind-start-prob", "share of training episodes whose first 2-8 masks are blanked (0: off)",
+           "blind_start_prob", type=float, metavar="P"),
+    Option("--disturbance-prob", "share of training episodes (DAgger and BC alike) whose sphere is pushed once "
+           "(0: off)", "disturbance_prob", type=float, metavar="P"),
+    Option("--blind-cutoff", "end a learner rollout after this many consecutive empty-mask steps, 0: never",
+           "blind_cutoff_steps", type=non_negative_int, metavar="STEPS"),
+    Option("--demos", "a 'grasp-s2r collect --controller-scene' dataset of this run's --masks/--vision as round 0",
+           "demos", metavar="DIR",
+           show=lambda d: d or "none"),
+    Option("--no-bc", "skip the behavior-cloning baseline", sets={"bc_baseline": False}),
+    *backend_options("env processes"),
+    Option("--device", "torch device", "device", type=torch_device,
+           show=lambda d: d or "cuda when present, else cpu"),
+    Option("--threads", "torch CPU threads", "torch_threads", type=positive_int),
+    Option("--train-steps", "gradient steps per round", "train.steps", type=positive_int),
+    Option("--batch-size", "labels per gradient step", "train.batch_size", type=positive_int),
+    Option("--lr", "Adam learning rate", "train.lr", type=float),
+    Option("--xyz-loss", "loss of the x, y, z action", "train.xyz_loss"),
+    Option("--cnn-channels", "add a CNN branch over the pooled mask with these channels", "policy.channels",
+           convert=lambda text: _channels(text), show=lambda c: comma_text(c) or "none: mask moments only",
+           metavar="C1,C2,..."),
+    Option("--out-of-view-prob", "share of training episodes whose sphere starts out of view", "out_of_view_prob",
+           type=float, metavar="P"),
+    Option("--table-photo-prob", "share of training episodes with a training photo as the table texture",
+           "table_photo_prob", type=float, metavar="P"),
+    Option("--dropout-prob", "share of training episodes with the mask blanked 3-10 steps mid-approach",
+           "dropout_prob", type=float, metavar="P"),
+    Option("--observable-expert", "label states where the controller does not see the sphere as "
+           "return-then-search, not with its hidden position", sets={"observable_expert": True}),
+    Option("--memory", "give the controller the episode's memory: where the sphere was last seen, motion since",
+           sets={"policy.memory": True}),
+    Option("--seed", "network init and minibatches", "seed", type=non_negative_int),
+    Option("--camera-jitter-mm", "per-episode camera mount jitter (the controller's calibration tolerance)",
+           "env.randomization.camera_jitter_m", type=float, convert=lambda mm: mm / 1000.0, show=_mm),
+    Option("--camera-jitter-deg", "per-episode camera look-at jitter (the controller's calibration tolerance)",
+           "env.randomization.camera_jitter_deg", type=float, show=lambda d: f"{d:g}"),
+    *env_options(keep_camera_jitter=True),
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from grasp_s2r.cli import non_negative_int, positive_int, torch_device
-    from grasp_s2r.collect import add_env_arguments
-
-    d, t = DaggerConfig, TrainConfig
-    p.add_argument("--out", required=True, help="run folder (created, or resumed when it holds this same run)")
-    p.add_argument("--rounds", type=positive_int, default=d.rounds,
-                   help="rounds, round 0 included (default %(default)s)")
-    p.add_argument("--episodes-per-round", type=positive_int, default=d.episodes_per_round,
-                   help="episodes rolled out and labelled per round (default %(default)s)")
-    p.add_argument("--eval-episodes", type=positive_int, default=d.eval_episodes,
-                   help="episodes measuring the success rate after each round (default %(default)s)")
-    p.add_argument("--eval-conditions", default=",".join(d.eval_conditions), metavar="C1,C2,...",
-                   help="conditions of those episodes, in turn, e.g. nominal,dynamics-shift,perturbation "
-                        "(default %(default)s)")
-    p.add_argument("--beta-schedule", choices=BETA_SCHEDULES, default=d.beta_schedule,
-                   help="linear: beta = max(0, 1 - round/R); exponential: beta = decay**round (default %(default)s)")
-    p.add_argument("--beta-rampdown", type=positive_int, default=d.beta_rampdown_rounds, metavar="R",
-                   help="linear schedule: rounds until beta reaches 0 (default %(default)s)")
-    p.add_argument("--beta-decay", type=float, default=d.beta_decay, help="exponential schedule (default %(default)s)")
-    p.add_argument("--masks", choices=("predicted", "gt"), default=d.masks,
-                   help="controller input: the segmenter's masks or the ground truth (default %(default)s)")
-    p.add_argument("--vision", default="", metavar="CKPT", help="segmenter checkpoint (default: the packaged one)")
-    p.add_argument("--raw-sim", action="store_true",
-                   help="roll out on raw sim renders instead of composites onto the training photos")
-    p.add_argument("--blind-start-prob", type=float, default=d.blind_start_prob, metavar="P",
-                   help="share of training episodes whose first 2-8 masks are blanked (default %(default)s; 0: off)")
-    p.add_argument("--disturbance-prob", type=float, default=d.disturbance_prob, metavar="P",
-                   help="share of training episodes (DAgger and BC alike) whose sphere is pushed once "
-                        "(default %(default)s; 0: off)")
-    p.add_argument("--blind-cutoff", type=non_negative_int, default=d.blind_cutoff_steps, metavar="STEPS",
-                   help="end a learner rollout after this many consecutive empty-mask steps, 0: never "
-                        "(default %(default)s)")
-    p.add_argument("--demos", default="", metavar="DIR", help="a 'grasp-s2r collect' dataset to use as round 0")
-    p.add_argument("--no-bc", action="store_true", help="skip the behavior-cloning baseline")
-    add_backend_arguments(p, d.workers, "env processes")
-    p.add_argument("--device", type=torch_device, default="",
-                   help="torch device (default: cuda when present, else cpu)")
-    p.add_argument("--threads", type=positive_int, default=d.torch_threads,
-                   help="torch CPU threads (default %(default)s)")
-    p.add_argument("--train-steps", type=positive_int, default=t.steps,
-                   help="gradient steps per round (default %(default)s)")
-    p.add_argument("--batch-size", type=positive_int, default=t.batch_size, help="default %(default)s")
-    p.add_argument("--lr", type=float, default=t.lr, help="Adam learning rate (default %(default)s)")
-    p.add_argument("--xyz-loss", choices=("l1", "mse"), default=t.xyz_loss, help="default %(default)s")
-    p.add_argument("--cnn-channels", default="", metavar="C1,C2,...",
-                   help="add a CNN branch over the pooled mask with these channels (default: mask moments only)")
-    p.add_argument("--out-of-view-prob", type=float, default=d.out_of_view_prob, metavar="P",
-                   help="share of training episodes whose sphere starts out of view (default %(default)s)")
-    p.add_argument("--table-photo-prob", type=float, default=d.table_photo_prob, metavar="P",
-                   help="share of training episodes with a training photo as the table texture (default %(default)s)")
-    p.add_argument("--dropout-prob", type=float, default=d.dropout_prob, metavar="P",
-                   help="share of training episodes with the mask blanked 3-10 steps mid-approach "
-                        "(default %(default)s)")
-    p.add_argument("--observable-expert", action="store_true",
-                   help="label states where the controller does not see the sphere as return-then-search, not with "
-                        "its hidden position")
-    p.add_argument("--memory", action="store_true",
-                   help="give the controller the episode's memory: where the sphere was last seen, motion since")
-    p.add_argument("--seed", type=non_negative_int, default=d.seed,
-                   help="network init and minibatches (default %(default)s)")
-    p.add_argument("--camera-jitter-mm", type=float, default=None,
-                   help="per-episode camera mount jitter (default: the controller's calibration tolerance, 1 mm)")
-    p.add_argument("--camera-jitter-deg", type=float, default=None,
-                   help="per-episode camera look-at jitter (default: the controller's calibration tolerance, 0.5)")
+    add_options(p, DaggerConfig, OPTIONS)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_tensorboard_argument(p)
-    add_env_arguments(p)
 
 
 def _channels(text: str) -> tuple[int, ...]:
@@ -94,11 +103,6 @@ def _channels(text: str) -> tuple[int, ...]:
 def check_inputs(cfg: DaggerConfig) -> None:
     """The segmenter (--masks predicted) and --demos, checked before the run folder is made or written (run_dagger
     would refuse them only after writing its run.json). Raises UsageError."""
-    from grasp_s2r.cli import UsageError
-    from grasp_s2r.control.dagger import check_demos
-    from grasp_s2r.data.episodes import DatasetError
-    from grasp_s2r.runtime.masks import VisionUnavailable, make_mask_source
-
     if cfg.masks == "predicted":
         try:
             make_mask_source(cfg.masks, cfg.vision_checkpoint, "cpu")
@@ -113,41 +117,12 @@ def check_inputs(cfg: DaggerConfig) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> DaggerConfig:
-    from grasp_s2r.cli import UsageError
-    from grasp_s2r.collect import env_config_from_args
-
-    try:
-        env = control_env_config(env_config_from_args(args), args.camera_jitter_mm, args.camera_jitter_deg)
-        channels = _channels(args.cnn_channels)
-        return DaggerConfig(
-            out=args.out, rounds=args.rounds, episodes_per_round=args.episodes_per_round,
-            eval_episodes=args.eval_episodes,
-            eval_conditions=tuple(c.strip() for c in args.eval_conditions.split(",") if c.strip()),
-            beta_schedule=args.beta_schedule,
-            beta_rampdown_rounds=args.beta_rampdown, beta_decay=args.beta_decay, masks=args.masks,
-            vision_checkpoint=args.vision, backgrounds="" if args.raw_sim else "train", demos=args.demos,
-            blind_cutoff_steps=args.blind_cutoff, blind_start_prob=args.blind_start_prob,
-            disturbance_prob=args.disturbance_prob, observable_expert=args.observable_expert,
-            out_of_view_prob=args.out_of_view_prob, table_photo_prob=args.table_photo_prob,
-            dropout_prob=args.dropout_prob,
-            bc_baseline=not args.no_bc, workers=args.workers, backend=backend_from_args(args), device=args.device,
-            torch_threads=args.threads,
-            seed=args.seed,
-            train=TrainConfig(steps=args.train_steps, batch_size=args.batch_size, lr=args.lr, xyz_loss=args.xyz_loss),
-            policy=dataclasses.replace(PolicyConfig(), channels=channels, memory=args.memory), env=env,
-        )
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    cfg = config_from_options(DaggerConfig, args, OPTIONS, out=args.out)
+    check_backend(cfg.backend)
+    return cfg
 
 
 def run(args: argparse.Namespace) -> int:
-    from grasp_s2r.cli import UsageError
-    from grasp_s2r.control.dagger import run_dagger
-    from grasp_s2r.data.episodes import DatasetError
-    from grasp_s2r.runtime.backend import BackendUnavailable
-    from grasp_s2r.runtime.masks import VisionUnavailable
-    from grasp_s2r.tblog import TensorBoardUnavailable, resolve_logdir
-
     cfg = config_from_args(args)
     check_inputs(cfg)
     try:

@@ -1,46 +1,60 @@
-"""``grasp-s2r eval``: end-to-end success rate on named conditions (thin: parse, then ``evaluate``)."""
+"""``grasp-s2r eval``: end-to-end success rate on named conditions (thin: parse, then ``evaluate_policy``)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from grasp_s2r.control.evaluate import ISSUE_CONDITIONS, EvalConfig
-from grasp_s2r.runtime.backend import add_backend_arguments, backend_from_args
-from grasp_s2r.runtime.conditions import CONDITIONS
+from grasp_s2r.agent import default_controller_path
+from grasp_s2r.common_options import backend_options, check_backend
+from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy, results_table
+from grasp_s2r.options import (
+    Option,
+    UsageError,
+    add_options,
+    comma_list,
+    comma_text,
+    config_from_options,
+    non_negative_int,
+    positive_int,
+    torch_device,
+)
+from grasp_s2r.runtime.backend import BackendUnavailable
+from grasp_s2r.runtime.conditions import CONDITIONS, load_photos, resolve_condition
+from grasp_s2r.runtime.masks import VisionUnavailable
 
 RESUME_HINT = "an evaluation keeps no partial results: run the same command again"
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from grasp_s2r.cli import non_negative_int, positive_int, torch_device
+def _conditions(text: str) -> tuple[str, ...]:
+    return tuple(CONDITIONS) if text.strip() == "all" else comma_list(text)
 
-    e = EvalConfig
+
+OPTIONS = (
+    Option("--vision", "segmenter checkpoint", "vision", metavar="CKPT", show=lambda c: c or "the packaged one"),
+    Option("--masks", "predicted: the whole pipeline; gt: ground-truth masks", "masks"),
+    Option("--episodes", "per condition", "episodes", type=positive_int),
+    Option("--conditions", f"comma-separated, from: {', '.join(CONDITIONS)}; or 'all'", "conditions",
+           convert=_conditions, show=comma_text),
+    Option("--backgrounds", "your own photos for heldout-backgrounds", "backgrounds", metavar="DIR",
+           show=lambda d: d or "the embedded held-out photos"),
+    Option("--out", "write eval.json, <condition>.png strips and .gif videos", "out", metavar="DIR",
+           show=lambda d: d or "none: write nothing"),
+    Option("--video", "episodes per condition drawn as PNG strip + GIF, with --out", "media_episodes",
+           type=non_negative_int, metavar="N"),
+    *backend_options("env processes"),
+    Option("--device", "torch device", "device", type=torch_device, show=lambda d: d or "cuda when present, else cpu"),
+    Option("--threads", "torch CPU threads", "torch_threads", type=positive_int),
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", default="", metavar="CKPT",
                    help="controller checkpoint, e.g. OUT/policy.pt of dagger (default: the shipped controller)")
-    p.add_argument("--vision", default="", metavar="CKPT", help="segmenter checkpoint (default: the packaged one)")
-    p.add_argument("--masks", choices=("predicted", "gt"), default=e.masks,
-                   help="predicted: the whole pipeline; gt: ground-truth masks (default %(default)s)")
-    p.add_argument("--episodes", type=positive_int, default=e.episodes, help="per condition (default %(default)s)")
-    p.add_argument("--conditions", default=",".join(ISSUE_CONDITIONS),
-                   help=f"comma-separated, from: {', '.join(CONDITIONS)}; or 'all' (default: %(default)s)")
-    p.add_argument("--backgrounds", default="", metavar="DIR",
-                   help="your own photos for heldout-backgrounds (default: the embedded held-out photos)")
-    p.add_argument("--out", default="", metavar="DIR", help="write eval.json, <condition>.png strips and .gif videos")
-    p.add_argument("--video", type=non_negative_int, default=e.media_episodes, metavar="N",
-                   help="episodes per condition drawn as PNG strip + GIF, with --out (default %(default)s)")
-    add_backend_arguments(p, e.workers, "env processes")
-    p.add_argument("--device", type=torch_device, default="",
-                   help="torch device (default: cuda when present, else cpu)")
-    p.add_argument("--threads", type=positive_int, default=e.torch_threads,
-                   help="torch CPU threads (default %(default)s)")
+    add_options(p, PolicyEvalConfig, OPTIONS)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def config_from_args(args: argparse.Namespace) -> EvalConfig:
-    from pathlib import Path
-
-    from grasp_s2r.agent import default_controller_path
-    from grasp_s2r.cli import UsageError
-
+def config_from_args(args: argparse.Namespace) -> PolicyEvalConfig:
     if not args.policy:
         args.policy = str(default_controller_path())
         if not Path(args.policy).is_file():
@@ -50,26 +64,15 @@ def config_from_args(args: argparse.Namespace) -> EvalConfig:
         raise UsageError(f"no controller checkpoint at {args.policy}; train one with 'grasp-s2r dagger --out DIR'")
     if args.backgrounds and not Path(args.backgrounds).is_dir():
         raise UsageError(f"--backgrounds {args.backgrounds} is not a folder")
-    try:
-        cfg = EvalConfig(
-            policy=args.policy, vision=args.vision, masks=args.masks, episodes=args.episodes,
-            conditions=tuple(CONDITIONS) if args.conditions.strip() == "all" else
-            tuple(c.strip() for c in args.conditions.split(",") if c.strip()),
-            backgrounds=args.backgrounds, out=args.out, media_episodes=args.video, workers=args.workers,
-            device=args.device, torch_threads=args.threads, backend=backend_from_args(args),
-        )
-    except ValueError as e:
-        raise UsageError(str(e).splitlines()[0]) from None
+    cfg = config_from_options(PolicyEvalConfig, args, OPTIONS, policy=args.policy)
+    check_backend(cfg.backend)
     _check_backgrounds(cfg)
     return cfg
 
 
-def _check_backgrounds(cfg: EvalConfig) -> None:
+def _check_backgrounds(cfg: PolicyEvalConfig) -> None:
     """Your photos, read here once when a condition shows them: the env workers read them again, and a folder
     without two readable photos would stop them mid-run."""
-    from grasp_s2r.cli import UsageError
-    from grasp_s2r.runtime.conditions import load_photos, resolve_condition
-
     if not cfg.backgrounds:
         return
     used = any(cfg.backgrounds in (c.backgrounds, c.table_photos)
@@ -82,16 +85,9 @@ def _check_backgrounds(cfg: EvalConfig) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from grasp_s2r.cli import UsageError
-    from grasp_s2r.control.evaluate import evaluate, results_table
-    from grasp_s2r.runtime.backend import BackendUnavailable
-    from grasp_s2r.runtime.masks import VisionUnavailable
-
     cfg = config_from_args(args)
     try:
-        results = evaluate(cfg, progress=not args.quiet)
+        results = evaluate_policy(cfg, progress=not args.quiet)
     except FileNotFoundError as e:
         if e.filename is not None:
             raise  # a path that cannot be made (e.g. --out under /proc): the CLI's one line names it

@@ -16,37 +16,33 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
+from grasp_s2r.configs import differences, to_dict
 from grasp_s2r.control import seeds
 from grasp_s2r.control.bc_baseline import bc_round
 from grasp_s2r.control.curves import best_round, plot_curve, summary_line, write_curve_csv, write_curve_json
-from grasp_s2r.control.policy import Policy, PolicyConfig, default_device
+from grasp_s2r.control.policy import Policy, PolicyConfig
 from grasp_s2r.control.run_store import ROUND_KIND, RunStore
-from grasp_s2r.control.train import TrainConfig, fit, load_labels
+from grasp_s2r.control.train import PolicyTrainConfig, fit, load_labels
 from grasp_s2r.control.training_episodes import TrainingEpisodes
-from grasp_s2r.data.episodes import (
-    EpisodeDataset,
-    EpisodeWriter,
-    config_diff,
-    finished_indices,
-    init_dataset,
-    remove_partial,
-)
+from grasp_s2r.data.episodes import EpisodeDataset, EpisodeWriter, finished_indices, init_dataset, remove_partial
+from grasp_s2r.devices import default_device
 from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.runtime.backend import BackendConfig, EpisodeRunner, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS
-from grasp_s2r.runtime.masks import MaskSource, make_mask_source, mask_source_identity
+from grasp_s2r.runtime.masks import MaskInput, MaskSource, make_mask_source, mask_source_identity
 from grasp_s2r.runtime.records import STEP_KEYS, EpisodeRecord, EpisodeRequest, rollout_features
 from grasp_s2r.sim.config import EnvConfig, control_env_config
 from grasp_s2r.stats import wilson_interval
 from grasp_s2r.tblog import TBLogger
 
-BETA_SCHEDULES = ("linear", "exponential")
+BetaSchedule = Literal["linear", "exponential"]
+BETA_SCHEDULES: tuple[str, ...] = get_args(BetaSchedule)
 _RESUMABLE_FIELDS = ("rounds", "workers", "backend", "device", "torch_threads")
 """Config fields that may differ when a run is resumed (e.g. ask for more rounds)."""
 _LEGACY_VALUES = {"observable_expert": False, "out_of_view_prob": 0.0, "table_photo_prob": 0.0, "dropout_prob": 0.0}
@@ -70,17 +66,17 @@ class DaggerConfig:
     """Conditions (``conditions.CONDITIONS``) of those episodes, taken in turn: e.g. ("nominal",
     "dynamics-shift", "perturbation") makes the learning curve measure robustness too. Training never
     sees them (the push of ``disturbance_prob`` is its own, different, training condition)."""
-    beta_schedule: str = "linear"
+    beta_schedule: BetaSchedule = "linear"
     """"linear": beta_r = max(0, 1 - r / beta_rampdown_rounds); "exponential": beta_r = beta_decay ** r."""
     beta_rampdown_rounds: int = 3
     """Linear schedule: rounds until the expert is no longer executed at all."""
     beta_decay: float = 0.5
     """Exponential schedule: factor per round."""
-    masks: str = "predicted"
+    masks: MaskInput = "predicted"
     """Controller input: "predicted" (segmenter on the camera image) or "gt" (ground-truth mask)."""
     vision_checkpoint: str = ""
     """Segmenter checkpoint for predicted masks ("" = the one packaged with grasp_s2r)."""
-    backgrounds: str = "train"
+    backgrounds: Literal["train", ""] = "train"
     """Rollout visuals: "train" composites onto the training photos (the segmenter's training
     distribution), "" keeps the raw sim render."""
     disturbance_prob: float = 0.4
@@ -129,7 +125,7 @@ class DaggerConfig:
     """Torch CPU threads of the main process."""
     seed: int = 0
     """Seeds network initialisation and minibatch sampling."""
-    train: TrainConfig = field(default_factory=TrainConfig)
+    train: PolicyTrainConfig = field(default_factory=PolicyTrainConfig)
     """Optimisation per round."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     """Controller architecture."""
@@ -165,7 +161,7 @@ class DaggerConfig:
             raise ValueError(f"camera jitter must be finite and >= 0, got {jitter[0] * 1000:g} mm, {jitter[1]:g} deg")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the run's results (not how many rounds, nor where it computes)."""
@@ -225,13 +221,13 @@ def check_demos(cfg: DaggerConfig) -> EpisodeDataset:
     mine = json.loads(json.dumps(cfg.env.to_dict()))
     if theirs.get("env") != mine:
         raise ValueError(f"--demos {cfg.demos} were collected with another scene or camera than this run's "
-                         f"({config_diff(theirs.get('env'), mine)}); collect them with 'grasp-s2r collect "
+                         f"({'; '.join(differences(theirs.get('env'), mine))}); collect them with 'grasp-s2r collect "
                          "--controller-scene' and this run's scene options, or leave --demos out")
     want = mask_source_identity(cfg.masks, cfg.vision_checkpoint)
     if theirs.get("masks") != want:
         vision = f" --vision {cfg.vision_checkpoint}" if cfg.masks == "predicted" and cfg.vision_checkpoint else ""
         raise ValueError(f"--demos {cfg.demos} recorded other controller input masks than this run's "
-                         f"({config_diff(theirs.get('masks'), want)}); collect them with --masks {cfg.masks}{vision}")
+                         f"({'; '.join(differences(theirs.get('masks'), want))}); collect them with --masks {cfg.masks}{vision}")
     return demos
 
 

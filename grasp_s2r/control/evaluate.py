@@ -1,6 +1,6 @@
 """End-to-end evaluation: wrist RGB -> segmentation -> controller -> action, on named conditions.
 
-``evaluate(cfg)`` plays ``cfg.episodes`` episodes per condition (seeds ``seeds.TEST_BASE + i``,
+``evaluate_policy(cfg)`` plays ``cfg.episodes`` episodes per condition (seeds ``seeds.TEST_BASE + i``,
 never used for training, the same for every condition), with the learner alone in control
 (beta = 0), and returns (and writes, as ``OUT/eval.json``) the success rate of each condition with
 its 95 % Wilson interval. A few episodes per condition are drawn as a PNG strip and a GIF.
@@ -8,7 +8,6 @@ its 95 % Wilson interval. A few episodes per condition are drawn as a PNG strip 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -19,13 +18,15 @@ import torch
 from tqdm import tqdm
 
 from grasp_s2r import __version__
+from grasp_s2r.configs import to_dict
 from grasp_s2r.control import seeds
 from grasp_s2r.control.media import write_gif, write_strip
-from grasp_s2r.control.policy import Policy, default_device
+from grasp_s2r.control.policy import Policy
+from grasp_s2r.devices import default_device
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.runtime.backend import BackendConfig, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS, resolve_condition
-from grasp_s2r.runtime.masks import make_mask_source
+from grasp_s2r.runtime.masks import MaskInput, make_mask_source
 from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import format_rate, wilson_interval
@@ -38,14 +39,14 @@ ISSUE_CONDITIONS = ("nominal", "heldout-backgrounds", "dynamics-shift", "moving-
 
 
 @dataclass(frozen=True)
-class EvalConfig:
+class PolicyEvalConfig:
     """One ``grasp-s2r eval`` run; saved inside its ``eval.json``."""
 
     policy: str
     """Controller checkpoint (``OUT/policy.pt`` of a DAgger run)."""
     vision: str = ""
     """Segmenter checkpoint ("" = the one packaged with grasp_s2r); unused with masks = "gt"."""
-    masks: str = "predicted"
+    masks: MaskInput = "predicted"
     """Controller input: "predicted" (the whole pipeline) or "gt" (ground-truth masks: controller only)."""
     episodes: int = 200
     """Episodes per condition."""
@@ -76,11 +77,11 @@ class EvalConfig:
             raise ValueError("episodes and workers must be >= 1, media_episodes >= 0")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
 
 def results_table(results: dict[str, Any]) -> str:
-    """The terminal table of :func:`evaluate`'s result."""
+    """The terminal table of :func:`evaluate_policy`'s result."""
     lines = [f"{'condition':<22} success (95 % Wilson CI)                  mean steps  description"]
     for name, r in results["conditions"].items():
         lines.append(f"{name:<22} {format_rate(r['successes'], r['episodes']):<42} {r['mean_length']:>10.1f}  "
@@ -88,7 +89,7 @@ def results_table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
+def evaluate_policy(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     """Success rate per condition; also writes ``cfg.out/eval.json`` and the pictures when ``cfg.out`` is set."""
     if cfg.out:
         with ArtifactFolder(Path(cfg.out), "eval-report"):
@@ -96,7 +97,7 @@ def evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
     return _evaluate(cfg, progress)
 
 
-def _evaluate(cfg: EvalConfig, progress: bool = True) -> dict[str, Any]:
+def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     torch.set_num_threads(cfg.torch_threads)
     device = torch.device(cfg.device) if cfg.device else default_device()
     policy, ckpt = Policy.load(Path(cfg.policy), device)

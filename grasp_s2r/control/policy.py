@@ -33,6 +33,7 @@ from torch.nn import functional as F
 
 from grasp_s2r import __version__
 from grasp_s2r.control.memory import N_MEMORY, N_MOMENTS
+from grasp_s2r.devices import default_device
 from grasp_s2r.files import atomic_write
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
@@ -44,10 +45,6 @@ PROPRIO_SCALE = (0.2, 0.04, 1.0)
 """Each input above is divided by this so that it lies roughly in [0, 1]."""
 _PROPRIO_INDEX = tuple(PROPRIO_NAMES.index(n) for n in PROPRIO_INPUTS)
 
-
-def default_device() -> torch.device:
-    """CUDA when present, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from grasp_s2r import __version__
+from grasp_s2r.configs import check_same
 from grasp_s2r.control.policy import read_policy_blob
 from grasp_s2r.files import atomic_write
 
@@ -52,10 +53,7 @@ class RunStore:
         if old.get("format") != RUN_FORMAT or old.get("format_version") != RUN_FORMAT_VERSION:
             raise ValueError(f"{self.out} holds a run of format {old.get('format')} v{old.get('format_version')}, "
                              f"this grasp_s2r writes {RUN_FORMAT} v{RUN_FORMAT_VERSION}; use a new --out folder")
-        if old["identity"] != identity:
-            diff = sorted(k for k in identity if old["identity"].get(k) != identity[k])
-            raise ValueError(f"{self.out} holds a DAgger run with another config (differs in {', '.join(diff)}); "
-                             "use a new --out folder or the same options")
+        check_same(old["identity"], identity, f"{self.out} holds a DAgger run", "use a new --out folder or the same options")
 
     def round_dir(self, r: int) -> Path:
         return self.out / f"round-{r:03d}"

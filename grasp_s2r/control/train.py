@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -17,7 +18,7 @@ from grasp_s2r.data.episodes import EpisodeDataset
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class PolicyTrainConfig:
     """Optimisation of one training phase (one DAgger round)."""
 
     steps: int = 1500
@@ -28,7 +29,7 @@ class TrainConfig:
     """Adam learning rate."""
     weight_decay: float = 1e-5
     """Adam weight decay."""
-    xyz_loss: str = "l1"
+    xyz_loss: Literal["l1", "mse"] = "l1"
     """Loss of the x, y, z action: "mse", or "l1" (weighs the small, precise actions near the sphere more)."""
     grip_loss_weight: float = 0.5
     """Weight of the gripper (binary cross-entropy) term next to the x, y, z loss."""
@@ -86,7 +87,7 @@ def load_labels(roots: Iterable[Path], limit: int | None = None) -> LabelSet:
 
 
 def fit(
-    policy: Policy, labels: LabelSet, cfg: TrainConfig, rng: np.random.Generator, *,
+    policy: Policy, labels: LabelSet, cfg: PolicyTrainConfig, rng: np.random.Generator, *,
     progress: bool = True, desc: str = "train",
 ) -> float:
     """Train ``policy`` in place for ``cfg.steps`` steps; returns the mean loss of the last quarter of steps."""

@@ -29,6 +29,7 @@ from typing import Any, Self
 import numpy as np
 
 from grasp_s2r import __version__
+from grasp_s2r.configs import check_same
 from grasp_s2r.files import ARTIFACT_LOCK, ARTIFACT_MARKER, atomic_write
 
 FORMAT_NAME = "grasp_s2r.episodes"
@@ -74,21 +75,12 @@ def init_dataset(root: Path, config: dict[str, Any], features: dict[str, Any], k
             raise DatasetError(f"{root} holds episodes of another layout (written by grasp_s2r "
                                f"{old.get('package_version', '?')}; differs in {', '.join(differ)}): use a new --out "
                                "folder")
-        if json.loads(json.dumps(config)) != old["config"]:
-            diff = config_diff(old["config"], json.loads(json.dumps(config)))
-            raise DatasetError(f"{root} was made with another config ({diff}); use a new --out folder")
+        check_same(old["config"], json.loads(json.dumps(config)), f"{root} was made", "use a new --out folder",
+                   error=DatasetError)
         return old
     root.mkdir(parents=True, exist_ok=True)
     atomic_write(root / META_FILE, json.dumps(meta, indent=2, sort_keys=True).encode())
     return meta
-
-
-def config_diff(old: Any, new: Any, prefix: str = "") -> str:
-    if isinstance(old, dict) and isinstance(new, dict):
-        for k in sorted(set(old) | set(new)):
-            if old.get(k) != new.get(k):
-                return config_diff(old.get(k), new.get(k), f"{prefix}{k}.")
-    return f"{prefix.rstrip('.')}: {old!r} there, {new!r} now"
 
 
 def read_meta(root: Path) -> dict[str, Any]:

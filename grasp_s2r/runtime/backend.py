@@ -9,10 +9,9 @@ interface, so Ray is added once, here and in :mod:`grasp_s2r.runtime.ray_backend
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import TYPE_CHECKING, Literal, Protocol, Self, get_args
 
 from grasp_s2r.expert.fsm import ExpertConfig
 from grasp_s2r.runtime.masks import MaskSource
@@ -23,7 +22,8 @@ from grasp_s2r.sim.config import EnvConfig
 if TYPE_CHECKING:
     from grasp_s2r.control.policy import Policy
 
-BACKENDS = ("local", "ray")
+Backend = Literal["local", "ray"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 RAY_INSTALL_HINT = 'pip install -e ".[ray]"'
 
 
@@ -35,7 +35,7 @@ class BackendUnavailable(RuntimeError):
 class BackendConfig:
     """How rollouts are spread; never part of a run's identity (results do not depend on it)."""
 
-    backend: str = "local"
+    backend: Backend = "local"
     """"local": worker processes on this machine; "ray": Ray actors (a local runtime or a cluster)."""
     ray_address: str = ""
     """Ray cluster to join ("auto": the one ``ray start`` made on this node; "": start a local runtime)."""
@@ -78,35 +78,3 @@ def open_runner(cfg: BackendConfig, env: EnvConfig, workers: int, expert: Expert
 
     return RayRunner(env, workers_per_actor=workers, expert_config=expert, address=cfg.ray_address,
                      n_actors=cfg.ray_actors, torch_threads=torch_threads, observable_expert=observable_expert)
-
-
-def add_backend_arguments(p: argparse.ArgumentParser, workers_default: int, workers_help: str) -> None:
-    """``--workers --backend --ray-address --ray-actors``, shared by collect, dagger and eval."""
-    from grasp_s2r.cli import non_negative_int, positive_int
-
-    g = p.add_argument_group("where episodes run")
-    g.add_argument("--workers", type=positive_int, default=workers_default,
-                   help=f"{workers_help}; with --backend ray: per actor (default %(default)s)")
-    g.add_argument("--backend", choices=BACKENDS, default="local",
-                   help="local: worker processes here; ray: Ray actors, one per node (default %(default)s)")
-    g.add_argument("--ray-address", default="", metavar="ADDR",
-                   help="Ray cluster to join, e.g. 'auto' after 'ray start' (default: start a local Ray runtime)")
-    g.add_argument("--ray-actors", type=non_negative_int, default=0, metavar="N",
-                   help="Ray actors, each with --workers env processes (default 0: one per node)")
-
-
-def backend_from_args(args: argparse.Namespace) -> BackendConfig:
-    from grasp_s2r.cli import UsageError
-
-    try:
-        cfg = BackendConfig(backend=args.backend, ray_address=args.ray_address, ray_actors=args.ray_actors)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    if cfg.backend == "ray":  # before anything is written
-        from grasp_s2r.runtime.ray_backend import import_ray
-
-        try:
-            import_ray()
-        except BackendUnavailable as e:
-            raise UsageError(str(e)) from None
-    return cfg

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pybullet as pb
 
+from grasp_s2r.configs import from_dict, to_dict
 from grasp_s2r.sim.camera import Frame, camera_pose_world
 from grasp_s2r.sim.config import RandomizationConfig
 from grasp_s2r.sim.env import ACTION_DIM, GraspEnv, StepResult
@@ -74,11 +75,11 @@ class Condition:
     """... from a step drawn from this range (the approach)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Condition:
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        return from_dict(cls, d)
 
 
 CONDITIONS: dict[str, Condition] = {

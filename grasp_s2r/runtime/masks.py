@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from grasp_s2r.agent import SegmenterMasks
 
+MaskInput = Literal["predicted", "gt"]
+"""The controller's input mask: the segmenter's prediction or the ground truth."""
 
 class MaskSource(Protocol):
     """Maps a batch of camera images to the controller's input masks."""

@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from grasp_s2r.configs import from_dict, to_dict
+
 
 @dataclass(frozen=True)
 class CameraConfig:
@@ -173,26 +175,16 @@ class EnvConfig:
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> EnvConfig:
-        def build(kind: type, values: dict[str, Any]) -> Any:
-            names = {f.name for f in dataclasses.fields(kind)}
-            unknown = set(values) - names
-            if unknown:
-                raise ValueError(f"unknown {kind.__name__} fields: {sorted(unknown)}")
-            return kind(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
-
+        """:func:`grasp_s2r.configs.from_dict`, with the physics of scenes saved before issue 16."""
         scene = dict(d.get("scene", {}))
         if set(scene) == {f.name for f in dataclasses.fields(SceneConfig)} - set(PRE_ISSUE_16_PHYSICS):
             # every field but the new ones: saved before issue 16, so it loads the physics it was made with
             scene = {**PRE_ISSUE_16_PHYSICS, **scene}
-        return cls(
-            camera=build(CameraConfig, d.get("camera", {})),
-            scene=build(SceneConfig, scene),
-            randomization=build(RandomizationConfig, d.get("randomization", {})),
-        )
+        return from_dict(cls, {**d, "scene": scene})
 
     def replace(self, **sections: Any) -> EnvConfig:
         return dataclasses.replace(self, **sections)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import cv2
 import numpy as np
 
+from grasp_s2r.configs import from_dict, to_dict
 from grasp_s2r.sim.camera import Lighting
 from grasp_s2r.sim.config import EnvConfig
 
@@ -34,13 +34,11 @@ class EpisodeParams:
     camera_look_jitter_m: tuple[float, float, float]
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> EpisodeParams:
-        d = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
-        d["lighting"] = Lighting(**{k: tuple(v) if isinstance(v, list) else v for k, v in d["lighting"].items()})
-        return cls(**d)
+        return from_dict(cls, d)
 
 
 def _tuple(a: np.ndarray) -> tuple[float, ...]:

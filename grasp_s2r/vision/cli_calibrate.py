@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grasp_s2r.cli import UsageError, non_negative_int, positive_int, torch_device
+from grasp_s2r.options import UsageError, non_negative_int, positive_int, torch_device
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

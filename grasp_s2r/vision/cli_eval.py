@@ -7,13 +7,34 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from grasp_s2r.cli import UsageError, non_negative_int, positive_int, torch_device
-from grasp_s2r.vision.suites import SPLITS, SUITE_ALL, SUITES
+import torch
 
-if TYPE_CHECKING:
-    from grasp_s2r.vision.evaluate import EvalResult
+from grasp_s2r.files import ArtifactFolder
+from grasp_s2r.options import (
+    Option,
+    UsageError,
+    add_options,
+    config_from_options,
+    non_negative_int,
+    positive_int,
+    torch_device,
+)
+from grasp_s2r.vision.backgrounds import BackgroundError
+from grasp_s2r.vision.evaluate import EvalResult, VisionEvalConfig, evaluate_segmenter, evaluate_suites
+from grasp_s2r.vision.folder import DataFolderError
+from grasp_s2r.vision.metrics import format_suite_table, format_table
+from grasp_s2r.vision.overlays import save_overlay_grid
+from grasp_s2r.vision.segmenter import CheckpointError, check_threshold, default_checkpoint_path
+from grasp_s2r.vision.suites import SUITE_ALL, SUITES, SuiteError, resolve_suites
+
+OPTIONS = (
+    Option("--split", "heldout: held-out photos and seeds, to report on; val: training photos and validation "
+           "seeds, to choose recipes and thresholds on", "split"),
+    Option("--n-images", "images per suite", "n_images", type=positive_int),
+    Option("--seed", "seed of the suite's images", "seed", type=non_negative_int),
+    Option("--batch-size", "images per forward pass", "batch_size", type=positive_int),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,11 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", default=None, metavar="NAME",
                         help="test suite: " + "; ".join(f"{k}: {v}" for k, v in SUITES.items())
                         + f"; {SUITE_ALL}: every suite, one row each (default: composites)")
-    parser.add_argument("--split", choices=SPLITS, default="heldout",
-                        help="heldout: held-out photos and seeds, to report on (default); val: training photos and "
-                             "validation seeds, to choose recipes and thresholds on")
-    parser.add_argument("--n-images", type=positive_int, default=1000, help="images per suite (default: 1000)")
-    parser.add_argument("--seed", type=non_negative_int, default=1, help="seed of the suite's images (default: 1)")
+    add_options(parser, VisionEvalConfig, OPTIONS)
     parser.add_argument("--no-augment", action="store_true", help="same as --suite composites-clean")
     parser.add_argument("--backgrounds", type=Path, default=None,
                         help="your own photos folder, for held-out composites (default: embedded photos)")
@@ -38,7 +55,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-overlays", action="store_true", help="write overlays.png (TP green, FP red, FN blue)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="probability threshold of a sphere pixel (default: the checkpoint's, else 0.5)")
-    parser.add_argument("--batch-size", type=positive_int, default=128, help="images per forward pass")
     parser.add_argument("--device", type=torch_device, default=None,
                         help="torch device (default: cuda when present, else cpu)")
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
@@ -53,8 +69,6 @@ def _overlay_order(result: EvalResult) -> list[int]:
 
 
 def _suites(args: argparse.Namespace) -> list[str]:
-    from grasp_s2r.vision.suites import SuiteError, resolve_suites
-
     if args.no_augment and args.suite not in (None, "composites-clean"):
         raise UsageError(f"--no-augment is --suite composites-clean; it cannot go with --suite {args.suite}")
     if args.data is not None and args.suite is not None:
@@ -79,17 +93,6 @@ def _write_json(report: dict, path: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
-    from grasp_s2r.files import ArtifactFolder
-    from grasp_s2r.vision.backgrounds import BackgroundError
-    from grasp_s2r.vision.evaluate import EvalConfig, evaluate, evaluate_suites
-    from grasp_s2r.vision.folder import DataFolderError
-    from grasp_s2r.vision.metrics import format_suite_table, format_table
-    from grasp_s2r.vision.overlays import save_overlay_grid
-    from grasp_s2r.vision.segmenter import CheckpointError, check_threshold, default_checkpoint_path
-    from grasp_s2r.vision.suites import SuiteError
-
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.threshold is not None:
@@ -101,8 +104,7 @@ def run(args: argparse.Namespace) -> int:
     model = args.model or default_checkpoint_path()
     if model.is_dir():
         raise UsageError(f"--model {model} is a folder, not a checkpoint file (a training run's is RUN/model.pt)")
-    cfg = EvalConfig(n_images=args.n_images, seed=args.seed, batch_size=args.batch_size, suite=suites[0],
-                     split=args.split)
+    cfg = config_from_options(VisionEvalConfig, args, OPTIONS, suite=suites[0])
     folder = ArtifactFolder(args.out, "vision-eval")
     folder.check()  # refuse a folder of another kind before the work, not after it
     try:
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             report, results = evaluate_suites(model, suites, cfg=cfg, backgrounds_dir=args.backgrounds,
                                               device=args.device, threshold=args.threshold)
         else:
-            result = evaluate(model, cfg=cfg, data_dir=args.data, backgrounds_dir=args.backgrounds,
+            result = evaluate_segmenter(model, cfg=cfg, data_dir=args.data, backgrounds_dir=args.backgrounds,
                               device=args.device, threshold=args.threshold)
             report, results = result.report, {suites[0]: result}
     except (CheckpointError, DataFolderError, BackgroundError, SuiteError) as e:
@@ -122,12 +124,12 @@ def run(args: argparse.Namespace) -> int:
     threshold = report["model"]["threshold"]
     if len(suites) > 1:
         print(format_suite_table(report["suites"], f"eval-vision: {model} (threshold {threshold:.3f}), "
-                                 f"{args.n_images} images per suite, {args.split} split, seed {args.seed}; "
+                                 f"{cfg.n_images} images per suite, {cfg.split} split, seed {cfg.seed}; "
                                  "latency: batch 1, 1 CPU thread"))
     else:
         source = (f"folder {args.data}" if args.data else
-                  f"{args.n_images} images of suite {suites[0]} ({SUITES[suites[0]]}), {args.split} split, "
-                  f"seed {args.seed}")
+                  f"{cfg.n_images} images of suite {suites[0]} ({SUITES[suites[0]]}), {cfg.split} split, "
+                  f"seed {cfg.seed}")
         print(format_table(report["metrics"], f"eval-vision: {model} (threshold {threshold:.3f}) on {source}"))
     with folder:
         report_path = args.out / "metrics.json"

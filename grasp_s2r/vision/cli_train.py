@@ -6,65 +6,88 @@ import argparse
 import dataclasses
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from grasp_s2r.cli import UsageError, non_negative_int, positive_int, torch_device
+from grasp_s2r.options import (
+    Option,
+    UsageError,
+    add_options,
+    comma_text,
+    config_from_options,
+    non_negative_int,
+    positive_int,
+    torch_device,
+)
 from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
-from grasp_s2r.vision.backgrounds import BackgroundError
-from grasp_s2r.vision.model import ARCHITECTURES
-
-if TYPE_CHECKING:
-    from grasp_s2r.vision.dataset import BackgroundMix
-
+from grasp_s2r.vision.backgrounds import BackgroundError, load_backgrounds
+from grasp_s2r.vision.dataset import TRAINING_DATA, BackgroundMix
+from grasp_s2r.vision.train import SegmenterTrainConfig, TrainError, check_init_checkpoint, train
 
 RESUME_HINT = ("the steps done are kept (OUT/checkpoint-latest.pt, written on interrupt): run the same command "
                "with --resume to continue")
 
+def _range(text: str) -> tuple[float, float]:
+    return parse_range(text, "--affine-scale")
+
+
+OPTIONS = (
+    Option("--steps", "optimizer steps in total", "steps", type=positive_int),
+    Option("--batch-size", "composites per step", "batch_size", type=positive_int),
+    Option("--lr", "peak learning rate", "lr", type=float),
+    Option("--arch", "network", "architecture"),
+    Option("--width", "U-Net channels at full resolution", "width", type=positive_int),
+    Option("--image-size", "square input / camera size in px", "image_size_px", type=positive_int),
+    Option("--seed", "seed of weights and composites", "seed", type=non_negative_int),
+    Option("--val-every", "validate (and checkpoint) every N steps", "val_every", also=("checkpoint_every",),
+           type=positive_int),
+    Option("--workers", "DataLoader worker processes", "workers", type=int),
+    Option("--init", "start from this segmenter checkpoint's weights (fine-tuning; same --arch/--width/"
+           "--image-size)", "init_checkpoint", convert=lambda p: str(Path(p).resolve()),
+           show=lambda c: c or "none: random weights"),
+    Option("--recolor-prob", "share of background crops with randomized colours", "data.background_recolor_prob",
+           type=float),
+    Option("--camouflage-prob", "share of spheres recoloured like the photo around them",
+           "data.composite.camouflage_prob", type=float),
+    Option("--mix", "background mixture weights (kinds not named keep the recipe's weight)", "data.mix",
+           convert=lambda text: parse_mix(text, TRAINING_DATA.mix), metavar="KIND=W,...",
+           show=lambda m: comma_text(f"{k}={v:g}" for k, v in dataclasses.asdict(m).items())),
+    Option("--reshade-prob", "share of spheres re-lit from their geometry", "data.reshade.prob", type=float),
+    Option("--distractor-prob", "share of pasted-on backgrounds with hard-negative distractors (measured harmful)",
+           "data.distractor_prob", type=float),
+    Option("--affine-scale", "range of the affine zoom of training composites (the recipe's: spheres up to the "
+           "16 px the camera shows at its closest)", "data.augment.affine_scale", convert=_range, metavar="LO,HI",
+           show=comma_text),
+    Option("--empty-view-prob", "share of sim views without a sphere", "data.view.empty_prob", type=float),
+    Option("--dice-per-image", "Dice loss per image, averaged (small spheres weigh as much as large ones)",
+           sets={"dice_per_image": True}),
+    Option("--calibration-images", "set the final threshold where precision = recall on N validation composites "
+           "(0: keep 0.5)", "calibration_images", type=int),
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/vision"), help="run folder (default: runs/vision)")
-    parser.add_argument("--steps", type=positive_int, default=3000, help="optimizer steps in total (default: 3000)")
-    parser.add_argument("--batch-size", type=positive_int, default=32, help="composites per step (default: 32)")
-    parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default: 3e-3)")
-    parser.add_argument("--arch", choices=ARCHITECTURES, default="unet", help="network (default: unet)")
-    parser.add_argument("--width", type=positive_int, default=12, help="U-Net channels at full resolution")
-    parser.add_argument("--image-size", type=positive_int, default=64, help="square input / camera size in px")
+    add_options(parser, SegmenterTrainConfig, OPTIONS)
     parser.add_argument("--backgrounds", type=Path, default=None,
                         help="folder of your own background photos (default: the embedded scikit-image photos)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of weights and composites (default: 0)")
-    parser.add_argument("--val-every", type=positive_int, default=250, help="validate every N steps")
-    parser.add_argument("--workers", type=int, default=0, help="DataLoader worker processes (default: 0)")
     parser.add_argument("--device", type=torch_device, default=None,
                         help="torch device (default: cuda when present, else cpu)")
     parser.add_argument("--amp", choices=("auto", "on", "off"), default="auto",
                         help="bf16 mixed precision (auto: on CUDA and on CPUs with AMX)")
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
-    parser.add_argument("--init", type=Path, default=None,
-                        help="start from this segmenter checkpoint's weights (fine-tuning; same --arch/--width/--image-size)")
-    parser.add_argument("--recolor-prob", type=float, default=None,
-                        help="share of background crops with randomized colours (default: 0)")
-    parser.add_argument("--camouflage-prob", type=float, default=None,
-                        help="share of spheres recoloured like the photo around them (default: 0)")
-    parser.add_argument("--mix", default=None, metavar="KIND=W,...",
-                        help="background mixture weights, e.g. photo=0.4,texture=0.15,flat=0.1,sim_table=0.15,"
-                             "photo_table=0.2 (kinds not named keep the recipe's weight; default: the recipe's)")
-    parser.add_argument("--reshade-prob", type=float, default=None,
-                        help="share of spheres re-lit from their geometry (default: the recipe's 0.5)")
-    parser.add_argument("--distractor-prob", type=float, default=None,
-                        help="share of pasted-on backgrounds with hard-negative distractors (default: the recipe's "
-                             "0, measured harmful)")
-    parser.add_argument("--affine-scale", default=None, metavar="LO,HI",
-                        help="range of the affine zoom of training composites (default: the recipe's 0.75,1.5: "
-                             "spheres up to the 16 px the camera shows at its closest)")
-    parser.add_argument("--empty-view-prob", type=float, default=None,
-                        help="share of sim views without a sphere (default: the recipe's 0.2)")
-    parser.add_argument("--dice-per-image", action="store_true",
-                        help="Dice loss per image, averaged (small spheres weigh as much as large ones)")
-    parser.add_argument("--calibration-images", type=int, default=0,
-                        help="set the final threshold where precision = recall on N validation composites "
-                             "(default 0: keep 0.5)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     add_tensorboard_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def config_from_args(args: argparse.Namespace) -> SegmenterTrainConfig:
+    """The run's config; ``--val-every`` (and the checkpoint interval) capped at ``--steps``."""
+    if args.workers is not None and args.workers < 0:
+        raise UsageError(f"--workers must be >= 0, got {args.workers}")
+    if args.lr is not None and not 0 < args.lr < math.inf:
+        raise UsageError(f"--lr must be a positive number, got {args.lr}")
+    cfg = config_from_options(SegmenterTrainConfig, args, OPTIONS)
+    every = min(cfg.val_every, cfg.steps)
+    return dataclasses.replace(cfg, val_every=every, checkpoint_every=every)
 
 
 def parse_mix(text: str, base: BackgroundMix) -> BackgroundMix:
@@ -93,12 +116,9 @@ def parse_range(text: str, option: str) -> tuple[float, float]:
     return lo, hi
 
 
-def _check_inputs(cfg, args: argparse.Namespace) -> None:
+def _check_inputs(cfg: SegmenterTrainConfig, args: argparse.Namespace) -> None:
     """What ``train`` would refuse only after making its validation composites: checked first (one line, nothing
     written). Raises TrainError / BackgroundError."""
-    from grasp_s2r.vision.backgrounds import load_backgrounds
-    from grasp_s2r.vision.train import TrainError, check_init_checkpoint
-
     latest = args.out / "checkpoint-latest.pt"
     if args.resume and not latest.is_file():
         raise TrainError(f"--resume: {latest} does not exist")
@@ -111,44 +131,11 @@ def _check_inputs(cfg, args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from grasp_s2r.vision.dataset import TRAINING_DATA
-    from grasp_s2r.vision.train import TrainConfig, TrainError, train
-
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.workers < 0:
-        raise UsageError(f"--workers must be >= 0, got {args.workers}")
-    if not 0 < args.lr < math.inf:
-        raise UsageError(f"--lr must be a positive number, got {args.lr}")
-    device = torch.device(args.device) if args.device else None  # checked by the parser (cli.torch_device)
-    data = TRAINING_DATA
-    try:  # the configs check their own ranges
-        if args.mix is not None:
-            data = dataclasses.replace(data, mix=parse_mix(args.mix, data.mix))
-        if args.reshade_prob is not None:
-            data = dataclasses.replace(data, reshade=dataclasses.replace(data.reshade, prob=args.reshade_prob))
-        if args.distractor_prob is not None:
-            data = dataclasses.replace(data, distractor_prob=args.distractor_prob)
-        if args.affine_scale is not None:
-            data = dataclasses.replace(data, augment=dataclasses.replace(
-                data.augment, affine_scale=parse_range(args.affine_scale, "--affine-scale")))
-        if args.empty_view_prob is not None:
-            data = dataclasses.replace(data, view=dataclasses.replace(data.view, empty_prob=args.empty_view_prob))
-        if args.recolor_prob is not None:
-            data = dataclasses.replace(data, background_recolor_prob=args.recolor_prob)
-        if args.camouflage_prob is not None:
-            data = dataclasses.replace(data, composite=dataclasses.replace(data.composite,
-                                                                            camouflage_prob=args.camouflage_prob))
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    cfg = config_from_args(args)
+    device = torch.device(args.device) if args.device else None  # checked by the parser (options.torch_device)
     try:
-        cfg = TrainConfig(
-            architecture=args.arch, width=args.width, image_size_px=args.image_size, steps=args.steps,
-            batch_size=args.batch_size, lr=args.lr, seed=args.seed, val_every=min(args.val_every, args.steps),
-            checkpoint_every=min(args.val_every, args.steps), workers=args.workers,
-            init_checkpoint=str(args.init.resolve()) if args.init else "", data=data,
-            dice_per_image=args.dice_per_image, calibration_images=args.calibration_images,
-        )
         _check_inputs(cfg, args)
         final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device, amp=args.amp,
                       progress=not args.no_progress, tensorboard=resolve_logdir(args.tensorboard, args.out))

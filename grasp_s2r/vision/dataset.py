@@ -25,6 +25,7 @@ import torch
 from torch.utils.data import Dataset
 from tqdm import tqdm
 
+from grasp_s2r.configs import to_dict
 from grasp_s2r.sim.camera import Frame
 from grasp_s2r.sim.config import CameraConfig, EnvConfig
 from grasp_s2r.vision.augment import AugmentConfig, Augmenter
@@ -102,7 +103,7 @@ class DataConfig:
             raise ValueError(f"distractor_prob must be in [0, 1], got {self.distractor_prob}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
 
 TRAINING_DATA = DataConfig(

@@ -1,6 +1,6 @@
 """Evaluation of a segmenter: on one of the seeded test suites (:mod:`grasp_s2r.vision.suites`) or a ``--data`` folder.
 
-The suites are made with a fixed :class:`EvalConfig` (not the checkpoint's training config), so that different
+The suites are made with a fixed :class:`VisionEvalConfig` (not the checkpoint's training config), so that different
 checkpoints are compared on the same images.
 """
 
@@ -14,18 +14,19 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from grasp_s2r.configs import to_dict
 from grasp_s2r.vision.backgrounds import split_names
 from grasp_s2r.vision.folder import load_folder
 from grasp_s2r.vision.metrics import confusion_counts, summarize
 from grasp_s2r.vision.segmenter import Segmenter, check_threshold, read_checkpoint
-from grasp_s2r.vision.suites import check_suite, latency_ms, suite_images
+from grasp_s2r.vision.suites import Split, check_suite, latency_ms, suite_images
 
 EVAL_FORMAT_NAME = "grasp_s2r.vision_eval"
 EVAL_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
-class EvalConfig:
+class VisionEvalConfig:
     """One ``eval-vision`` run; saved in its JSON report."""
 
     n_images: int = 1000
@@ -34,7 +35,7 @@ class EvalConfig:
     """Seed of the suite's images."""
     suite: str = "composites"
     """Which test suite (:data:`grasp_s2r.vision.suites.SUITES`)."""
-    split: str = "heldout"
+    split: Split = "heldout"
     """``heldout`` (held-out photos and seeds: report on it) or ``val`` (training photos: choose on it)."""
     batch_size: int = 128
     """Images per forward pass."""
@@ -45,7 +46,7 @@ class EvalConfig:
         check_suite(self.suite, self.split)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class EvalResult:
     """One name per image (file stem, or ``heldout-000042``)."""
 
 
-def heldout_composites(input_hw: tuple[int, int], cfg: EvalConfig, backgrounds_dir: Path | None = None,
+def heldout_composites(input_hw: tuple[int, int], cfg: VisionEvalConfig, backgrounds_dir: Path | None = None,
                        trained_on: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The images of ``cfg.suite`` (default: held-out composites): (uint8 (N, H, W, 3), bool (N, H, W)).
 
@@ -82,8 +83,9 @@ def predict_all(segmenter: Segmenter, images: np.ndarray, batch_size: int) -> np
     return np.concatenate(out)
 
 
-def evaluate(model_path: Path, *, cfg: EvalConfig, data_dir: Path | None = None, backgrounds_dir: Path | None = None,
-             device: Any = None, threshold: float | None = None) -> EvalResult:
+def evaluate_segmenter(model_path: Path, *, cfg: VisionEvalConfig, data_dir: Path | None = None,
+                       backgrounds_dir: Path | None = None, device: Any = None,
+                       threshold: float | None = None) -> EvalResult:
     """Metrics of the checkpoint at ``model_path`` on a data folder, or on held-out composites without one.
 
     ``threshold``: sphere-probability threshold instead of the checkpoint's own (its calibrated one, else 0.5).
@@ -94,7 +96,7 @@ def evaluate(model_path: Path, *, cfg: EvalConfig, data_dir: Path | None = None,
     return _evaluate_loaded(segmenter, model_path, cfg=cfg, data_dir=data_dir, backgrounds_dir=backgrounds_dir)
 
 
-def _evaluate_loaded(segmenter: Segmenter, model_path: Path, *, cfg: EvalConfig, data_dir: Path | None = None,
+def _evaluate_loaded(segmenter: Segmenter, model_path: Path, *, cfg: VisionEvalConfig, data_dir: Path | None = None,
                      backgrounds_dir: Path | None = None) -> EvalResult:
     hw = segmenter.input_hw
     if data_dir is not None:
@@ -120,10 +122,10 @@ def _evaluate_loaded(segmenter: Segmenter, model_path: Path, *, cfg: EvalConfig,
     return EvalResult(report=report, images=images, pred=pred, target=target, names=names)
 
 
-def evaluate_suites(model_path: Path, suites: list[str], *, cfg: EvalConfig, backgrounds_dir: Path | None = None,
+def evaluate_suites(model_path: Path, suites: list[str], *, cfg: VisionEvalConfig, backgrounds_dir: Path | None = None,
                     device: Any = None, threshold: float | None = None,
                     latency_frames: int = 200) -> tuple[dict[str, Any], dict[str, EvalResult]]:
-    """:func:`evaluate` on each suite of ``suites`` (same seed, size and split), plus the batch-1 CPU latency.
+    """:func:`evaluate_segmenter` on each suite of ``suites`` (same seed, size and split), plus the batch-1 CPU latency.
 
     Returns (one JSON-ready report: ``{"suites": {name: metrics + latency}, ...}``, the results by suite).
     ``latency_frames``: frames of each suite timed one by one on one CPU thread (0: not measured).

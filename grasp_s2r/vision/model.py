@@ -6,14 +6,15 @@ resolution; ``H`` and ``W`` must be multiples of 8.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-ARCHITECTURES = ("unet", "lraspp")
+Architecture = Literal["unet", "lraspp"]
+ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
 """Names accepted by :func:`build_model`."""
 _MEAN_RGB = (0.485, 0.456, 0.406)
 _STD_RGB = (0.229, 0.224, 0.225)

@@ -7,7 +7,7 @@ Checkpoint format (a ``torch.save``'d dict, readable with ``weights_only=True``)
     architecture    "unet" | "lraspp";  arch_kwargs: constructor arguments
     input_hw        [H, W] the network was trained at
     background_split {"source": [...], "train": [photo names], "heldout": [photo names]}
-    config          the training config (TrainConfig + DataConfig + EnvConfig as dicts)
+    config          the training config (SegmenterTrainConfig + DataConfig + EnvConfig as dicts)
     state_dict      the network weights
     step            optimizer steps done;  history: training-curve rows
     optimizer       (only in ``checkpoint-latest.pt`` of a run: what ``--resume`` needs)
@@ -29,6 +29,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from grasp_s2r.devices import default_device
 from grasp_s2r.files import atomic_write
 from grasp_s2r.vision.model import build_model, to_input_tensor
 
@@ -44,11 +45,6 @@ _REQUIRED_KEYS = ("format", "format_version", "architecture", "arch_kwargs", "in
 
 class CheckpointError(ValueError):
     """A file that is not a usable segmenter checkpoint (missing, corrupt, other format or version)."""
-
-
-def default_device() -> torch.device:
-    """CUDA when present, else the CPU."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def default_checkpoint_path() -> Path:

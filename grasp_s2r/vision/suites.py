@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -40,7 +41,8 @@ SUITES = {
 }
 """Suite name -> what it holds (``eval-vision --suite``; ``all`` runs every one)."""
 SUITE_ALL = "all"
-SPLITS = ("heldout", "val")
+Split = Literal["heldout", "val"]
+SPLITS: tuple[str, ...] = get_args(Split)
 """``heldout``: report on it; ``val``: choose on it (training photos, seeds no training run uses)."""
 VAL_ITEM_START = 200_000
 """``val`` composites start at this item of the ``val`` stream: after a run's own validation set (items from 0)

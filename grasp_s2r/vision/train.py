@@ -2,7 +2,7 @@
 
 Run folder layout::
 
-    OUT/config.json            TrainConfig + DataConfig + EnvConfig + background split (format_version)
+    OUT/config.json            SegmenterTrainConfig + DataConfig + EnvConfig + background split (format_version)
     OUT/checkpoint-latest.pt   weights + optimizer, written atomically every ``checkpoint_every`` steps
     OUT/model.pt               final weights (the file ``eval-vision --model`` and the controller load)
     OUT/curve.csv, curve.png   training loss and validation precision / recall / IoU per step
@@ -12,7 +12,6 @@ Run folder layout::
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import json
 import math
@@ -27,6 +26,8 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from grasp_s2r.configs import check_same, to_dict, to_json
+from grasp_s2r.devices import default_device
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
 from grasp_s2r.tblog import TBLogger
@@ -34,12 +35,11 @@ from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.calibrate import calibrate_checkpoint
 from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.metrics import pixel_metrics
-from grasp_s2r.vision.model import ARCHITECTURES, build_model, count_parameters, to_input_tensor
+from grasp_s2r.vision.model import ARCHITECTURES, Architecture, build_model, count_parameters, to_input_tensor
 from grasp_s2r.vision.overlays import save_composite_grid, save_training_curve
 from grasp_s2r.vision.segmenter import (
     THRESHOLD,
     CheckpointError,
-    default_device,
     make_checkpoint,
     read_checkpoint,
     write_checkpoint,
@@ -54,10 +54,10 @@ class TrainError(ValueError):
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class SegmenterTrainConfig:
     """One ``train-vision`` run; saved in ``config.json`` and in every checkpoint."""
 
-    architecture: str = "unet"
+    architecture: Architecture = "unet"
     """Network name (see ``model.ARCHITECTURES``)."""
     width: int = 12
     """U-Net channels at full resolution (ignored by other architectures)."""
@@ -112,7 +112,7 @@ class TrainConfig:
         return {"width": self.width, "depth": self.depth} if self.architecture == "unet" else {}
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return to_dict(self)
 
 
 def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: float,
@@ -129,7 +129,7 @@ def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: f
     return bce + dice_weight * dice.mean()
 
 
-def _lr_factor(step: int, cfg: TrainConfig) -> float:
+def _lr_factor(step: int, cfg: SegmenterTrainConfig) -> float:
     warmup = max(1, min(cfg.warmup_steps, cfg.steps // 5))  # short runs warm up for a fifth of their steps
     if step < warmup:
         return (step + 1) / warmup
@@ -175,22 +175,20 @@ def _write_curve_csv(history: list[dict[str, float]], path: Path) -> None:
     atomic_write(path, text.getvalue().encode())
 
 
-def _run_config(cfg: TrainConfig, split: dict[str, list[str]]) -> dict[str, Any]:
+def _run_config(cfg: SegmenterTrainConfig, split: dict[str, list[str]]) -> dict[str, Any]:
     return {"format": "grasp_s2r.vision_run", "format_version": RUN_FORMAT_VERSION, "train": cfg.to_dict(),
             "env": env_config_for(cfg.image_size_px).to_dict(), "background_split": split}
 
 
 def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
-    defaults = TrainConfig().to_dict()  # fields added since the run started take their defaults
-    a = {**defaults, **saved["train"], "steps": None}
-    b = {**new["train"], "steps": None}
-    changed = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-    if changed or saved["background_split"] != new["background_split"]:
-        what = ", ".join(changed) or "background photos"
-        raise TrainError(f"--resume with a different config ({what}); use the original options or another --out")
+    defaults = to_json(SegmenterTrainConfig())  # fields added since the run started take their defaults
+    saved, new = json.loads(json.dumps(saved)), json.loads(json.dumps(new))
+    check_same({**defaults, **saved["train"], "background_photos": saved["background_split"]},
+               {**new["train"], "background_photos": new["background_split"]}, "--resume of a run made",
+               "use the original options or another --out", ignore=("steps",), error=TrainError)
 
 
-def check_init_checkpoint(cfg: TrainConfig) -> dict[str, Any]:
+def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
     """The checkpoint of ``cfg.init_checkpoint``, read and checked to be the same network at the same input size;
     :class:`TrainError` (one line) otherwise. ``train-vision`` calls it before anything is made or written."""
     try:
@@ -206,12 +204,12 @@ def check_init_checkpoint(cfg: TrainConfig) -> dict[str, Any]:
     return init
 
 
-def _load_initial_weights(model: torch.nn.Module, cfg: TrainConfig) -> None:
+def _load_initial_weights(model: torch.nn.Module, cfg: SegmenterTrainConfig) -> None:
     """Start from the weights of ``cfg.init_checkpoint``; it must be the same network at the same input size."""
     model.load_state_dict(check_init_checkpoint(cfg)["state_dict"])
 
 
-def train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
+def train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
           device: torch.device | None = None, amp: str = "auto", progress: bool = True,
           tensorboard: Path | None = None) -> Path:
     """Train (or resume) into ``out_dir``; returns the path of the final ``model.pt``.
@@ -229,7 +227,7 @@ def _dataloader_worker_init(worker_id: int) -> None:
     ignore_interrupts_in_child(ignore_sigterm=False)
 
 
-def _train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
+def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
           device: torch.device | None = None, amp: str = "auto", progress: bool = True,
           tb: TBLogger | None = None) -> Path:
     out_dir = Path(out_dir)
@@ -333,7 +331,8 @@ def _train(cfg: TrainConfig, out_dir: Path, *, resume: bool = False, backgrounds
         if step > step_at_start:
             write_checkpoint(checkpoint(with_optimizer=True), latest)
         raise
-    bar.close()
+    finally:
+        bar.close()  # now, not at exit: the interrupted command's last line stays its own message
     train_set.close()
     final = out_dir / "model.pt"
     write_checkpoint(checkpoint(with_optimizer=False), final)
