@@ -4,15 +4,21 @@
 
 (``--policy`` defaults to the shipped controller; ``--conditions all`` = every named condition.)
 
-Takes exactly the options of ``grasp-s2r eval``, prints the results table and, per condition, the
-target and whether the measured rate (and the lower end of its 95 % interval) reaches it.
+Takes exactly the options of ``grasp-s2r eval`` (plus ``--json``), prints the results table and, per condition,
+the target and whether the measured rate (and the lower end of its 95 % interval) reaches it, and writes the results
+(``eval.json``'s content under ``figures``) to ``benchmarks/results/eval_shipped.json`` for the shipped system, to
+``benchmarks/results/bench_eval-<policy>.json`` for another ``--policy``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from results_io import RESULTS_DIR, add_json_argument, write_results
+
+from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control import cli_eval
 from grasp_s2r.control.evaluate import evaluate, results_table
 
@@ -25,6 +31,7 @@ TARGETS = {"nominal": 0.95, "heldout-backgrounds": 0.95, "table-photo": 0.95, "s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     cli_eval.add_arguments(parser)
+    add_json_argument(parser, "eval_shipped")
     args = parser.parse_args(argv)
     cfg = cli_eval.config_from_args(args)
     results = evaluate(cfg, progress=not args.quiet)
@@ -40,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
             else "NOT met"
         rate, low = 100 * r["success_rate"], 100 * r["ci_low"]
         print(f"{name:<22} {100 * target:>6.0f}% {rate:>8.1f}% {low:>6.1f}%  {verdict}")
+    shipped = Path(cfg.policy).resolve() == default_controller_path().resolve() and not cfg.vision
+    default = RESULTS_DIR / ("eval_shipped.json" if shipped else f"bench_eval-{Path(cfg.policy).parent.name}.json")
+    write_results(args.json or default, "bench_eval", {**results, "targets": TARGETS}, args)
     return 0
 
 
