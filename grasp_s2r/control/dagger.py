@@ -40,7 +40,13 @@ from grasp_s2r import __version__
 from grasp_s2r.control import seeds
 from grasp_s2r.control.backend import BackendConfig, EpisodeRunner, open_runner
 from grasp_s2r.control.conditions import CONDITIONS, Condition
-from grasp_s2r.control.curves import best_round, plot_curve, summary_line, write_curve_csv, write_curve_json
+from grasp_s2r.control.curves import (
+    CURVE_SOFTWARE,
+    best_round,
+    summary_line,
+    write_curve_csv,
+    write_curve_json,
+)
 from grasp_s2r.control.demos import import_demos
 from grasp_s2r.control.policy import Policy, PolicyConfig, default_device, read_policy_blob
 from grasp_s2r.control.rollout import (
@@ -52,6 +58,7 @@ from grasp_s2r.control.rollout import (
 )
 from grasp_s2r.control.train import TrainConfig, fit, load_labels
 from grasp_s2r.data.episodes import EpisodeDataset, EpisodeWriter, finished_indices, init_dataset, remove_partial
+from grasp_s2r.drawing import plot_curve
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import wilson_interval
@@ -444,7 +451,7 @@ def _run_dagger(cfg: DaggerConfig, progress: bool = True, tb: TBLogger | None = 
             write_curve_json(rows, cfg.to_dict(), out / "curve.json")
             title = (f"{out.name}: masks={cfg.masks}, {cfg.episodes_per_round} episodes/round, {cfg.beta_schedule} "
                      f"beta, {cfg.eval_episodes} eval episodes ({', '.join(cfg.eval_conditions)})")
-            plot_curve(rows, out / "curve.png", title=title, config=cfg.to_dict())
+            plot_curve(rows, out / "curve.png", title=title, config=cfg.to_dict(), software=CURVE_SOFTWARE)
             tqdm.write(summary_line(rows[-1], cfg.rounds))
             if tb is not None:
                 tb.dagger_round(rows[-1], run.round_dir(r))

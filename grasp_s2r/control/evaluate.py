@@ -22,9 +22,9 @@ from grasp_s2r import __version__
 from grasp_s2r.control import seeds
 from grasp_s2r.control.backend import BackendConfig, open_runner
 from grasp_s2r.control.conditions import CONDITIONS, resolve_condition
-from grasp_s2r.control.media import write_gif, write_strip
 from grasp_s2r.control.policy import Policy, default_device
 from grasp_s2r.control.rollout import EpisodeRequest, make_mask_source
+from grasp_s2r.drawing import write_gif, write_strip
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import format_rate, wilson_interval

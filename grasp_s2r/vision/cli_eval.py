@@ -81,12 +81,12 @@ def _write_json(report: dict, path: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from grasp_s2r.drawing import save_overlay_grid
     from grasp_s2r.files import ArtifactFolder
     from grasp_s2r.vision.backgrounds import BackgroundError
     from grasp_s2r.vision.evaluate import EvalConfig, evaluate, evaluate_suites
     from grasp_s2r.vision.folder import DataFolderError
     from grasp_s2r.vision.metrics import format_suite_table, format_table
-    from grasp_s2r.vision.overlays import save_overlay_grid
     from grasp_s2r.vision.segmenter import CheckpointError, check_threshold, default_checkpoint_path
     from grasp_s2r.vision.suites import SuiteError
 
