@@ -28,6 +28,13 @@ TARGETS = {"nominal": 0.95, "heldout-backgrounds": 0.95, "table-photo": 0.95, "s
 """Success-rate targets of the shipped controller + shipped segmenter (200 episodes per condition)."""
 
 
+def verdict(r: dict, target: float) -> str:
+    """Whether a condition's result (eval.json's success_rate, ci_low) reaches ``target``."""
+    if r["success_rate"] < target:
+        return "NOT met"
+    return "met" if r["ci_low"] >= target else "met (point estimate)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     cli_eval.add_arguments(parser)
@@ -43,10 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         target = TARGETS.get(name)
         if target is None:
             continue
-        verdict = ("met" if r["ci_low"] >= target else "met (point estimate)") if r["success_rate"] >= target \
-            else "NOT met"
         rate, low = 100 * r["success_rate"], 100 * r["ci_low"]
-        print(f"{name:<22} {100 * target:>6.0f}% {rate:>8.1f}% {low:>6.1f}%  {verdict}")
+        print(f"{name:<22} {100 * target:>6.0f}% {rate:>8.1f}% {low:>6.1f}%  {verdict(r, target)}")
     shipped = Path(cfg.policy).resolve() == default_controller_path().resolve() and not cfg.vision
     default = RESULTS_DIR / ("eval_shipped.json" if shipped else f"bench_eval-{Path(cfg.policy).parent.name}.json")
     write_results(args.json or default, "bench_eval", {**results, "targets": TARGETS}, args)

@@ -72,7 +72,7 @@ def quality(model: Path, suite: str, seeds: list[int], n_images: int, threshold:
     return out
 
 
-def _verdict(m: dict[str, Any]) -> str:
+def verdict(m: dict[str, Any]) -> str:
     missed = [k for k, (op, t) in TARGETS.items() if not (m[k] >= t if op == ">=" else m[k] <= t)]
     return "all targets met" if not missed else "NOT met: " + ", ".join(missed)
 
@@ -102,9 +102,9 @@ def main() -> None:
     for suite in resolve_suites(args.suites):
         metrics[suite] = quality(model, suite, seeds, args.n_images, args.threshold)
         m = metrics[suite]["pooled"]
-        verdict = f"   {_verdict(m)}" if suite in TARGET_SUITES else "   (no target)"
+        mark = f"   {verdict(m)}" if suite in TARGET_SUITES else "   (no target)"
         print(f"  {suite:<18} {m['images']:>7} {m['precision']:9.4f} {m['recall']:9.4f} {m['iou']:9.4f} "
-              f"{m['found_rate']:9.4f} {m['false_detection_rate']:9.4f}{verdict}")
+              f"{m['found_rate']:9.4f} {m['false_detection_rate']:9.4f}{mark}")
         for seed, ms in metrics[suite]["per_seed"].items():
             print(f"    seed {seed:<13} {ms['images']:>7} {ms['precision']:9.4f} {ms['recall']:9.4f} {ms['iou']:9.4f} "
                   f"{ms['found_rate']:9.4f} {ms['false_detection_rate']:9.4f}")
