@@ -7,7 +7,7 @@ Every benchmark calls :func:`write_results` beside what it prints; ``benchmarks/
     benchmark                the script's name, e.g. "bench_expert"
     command                  the exact command line that reproduces it, from the repository root
     config                   the script's arguments
-    machine                  CPU cores, platform, Python, torch, device
+    machine                  CPU cores, load average, platform, Python, torch, device
     date                     UTC, ISO 8601
     package_version, git_commit, git_dirty
     figures                  what the benchmark measured (its own keys)
@@ -69,9 +69,10 @@ def _git(*args: str) -> str | None:
 
 
 def machine() -> dict[str, Any]:
-    """CPU cores, platform, Python, torch version and the device torch would use (a CUDA device's name or cpu)."""
-    info: dict[str, Any] = {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                            "processor": platform.processor() or platform.machine(),
+    """CPU cores, the 1-minute load average when the figures were written (other jobs slow timings down),
+    platform, Python, torch version and the device torch would use (a CUDA device's name or cpu)."""
+    info: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_average_1min": os.getloadavg()[0],
+                            "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                             "python": platform.python_version()}
     try:
         import torch

@@ -49,7 +49,8 @@ def machine(res: dict[str, Any]) -> str:
         return m
     if not m:
         return "machine not recorded"
-    return f"{m['cpu_count']} CPU cores, {m['device']}, torch {m['torch']}"
+    load = f", load {m['load_average_1min']:.1f}" if m.get("load_average_1min") is not None else ""
+    return f"{m['cpu_count']} CPU cores{load}, {m['device']}, torch {m['torch']}"
 
 
 def measured_on(res: dict[str, Any]) -> str:
