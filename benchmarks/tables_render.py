@@ -1,7 +1,7 @@
 """The renderers of ``tables.py``: one function per marked table, markdown from ``benchmarks/results/*.json`` only.
 
-Each takes the results folder and returns the table (and its caption lines) without surrounding newlines. Percentages are rates x 100 with one
-decimal; every success rate keeps its 95 % Wilson interval as the benchmark wrote it.
+Each takes the results folder and returns the table (and its caption lines) without surrounding newlines.
+Percentages are rates x 100 with one decimal; every success rate keeps its 95 % Wilson interval.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def load(name: str, d: Path) -> dict[str, Any] | None:
 
 
 def command(name: str, res: dict[str, Any] | None) -> str:
+    """The command a results file records, else the one that writes it."""
     return (res or {}).get("command") or COMMANDS[name]
 
 
@@ -49,8 +50,8 @@ def machine(res: dict[str, Any]) -> str:
         return m
     if not m:
         return "machine not recorded"
-    load = f", load {m['load_average_1min']:.1f}" if m.get("load_average_1min") is not None else ""
-    return f"{m['cpu_count']} CPU cores{load}, {m['device']}, torch {m['torch']}"
+    busy = f", load {m['load_average_1min']:.1f}" if m.get("load_average_1min") is not None else ""
+    return f"{m['cpu_count']} CPU cores{busy}, {m['device']}, torch {m['torch']}"
 
 
 def measured_on(res: dict[str, Any]) -> str:
@@ -66,6 +67,7 @@ def provenance(name: str, res: dict[str, Any]) -> str:
 
 
 def not_measured(name: str) -> str:
+    """What a table says instead of a figure whose results file is missing."""
     return f"not measured yet: run `{COMMANDS[name]}` (writes `benchmarks/results/{name}.json`)"
 
 
