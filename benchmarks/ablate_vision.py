@@ -6,7 +6,8 @@ Each arm fine-tunes the same initial checkpoint (default: the shipped one) for `
 the training recipe (``grasp_s2r.vision.dataset.TRAINING_DATA``) removed, or with the old photos-only recipe,
 all arms in parallel (``train-vision`` processes, one DataLoader worker and one torch thread each). Every arm is then
 measured by ``eval-vision --suite all --split val`` (training photos, validation seeds: the split for choosing);
-the held-out split is never looked at here. Prints one row per arm and writes ``OUT/ablation.json``.
+the held-out split is never looked at here. Prints one row per arm and writes ``OUT/ablation.json`` and
+``benchmarks/results/ablate_vision.json`` (``--json PATH``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from results_io import add_json_argument, write_results
 
 ARMS = {
     "recipe": [],
@@ -62,6 +65,7 @@ def main() -> None:
     p.add_argument("--device", default=None, help="torch device of the arms (default: cuda when present)")
     p.add_argument("--workers", type=int, default=1, help="DataLoader workers per arm (default: 1)")
     p.add_argument("--keep-models", type=Path, default=None, help="also copy each arm's model.pt here")
+    add_json_argument(p, "ablate_vision")
     args = p.parse_args()
     from grasp_s2r.vision.segmenter import default_checkpoint_path
 
@@ -120,12 +124,13 @@ def main() -> None:
         print(f"{arm:<28}" + "".join(f"{c:>30}" for c in cells) + f"{worst(r):11.3f}")
     best = max(rows, key=lambda a: worst(rows[a]))
     print(f"best arm by the selection rule (largest worst precision-or-recall over {', '.join(SELECT_SUITES)}): {best}")
-    (args.out / "ablation.json").write_text(json.dumps(
-        {"best_arm": best, "selection_rule": f"max of min(precision, recall) over {list(SELECT_SUITES)}",
-         "workers": args.workers, "init": str(init), "steps": args.steps, "batch_size": args.batch_size,
-         "lr": args.lr, "split": "val",
-         "n_images": args.n_images, "arms": {a: ARMS[a] for a in rows}, "suites": rows}, indent=2))
+    figures = {"best_arm": best, "selection_rule": f"max of min(precision, recall) over {list(SELECT_SUITES)}",
+               "workers": args.workers, "init": str(init), "steps": args.steps, "batch_size": args.batch_size,
+               "lr": args.lr, "split": "val",
+               "n_images": args.n_images, "arms": {a: ARMS[a] for a in rows}, "suites": rows}
+    (args.out / "ablation.json").write_text(json.dumps(figures, indent=2))
     print(f"wrote {args.out / 'ablation.json'} ({time.perf_counter() - t0:.0f} s)")
+    write_results(args.json, "ablate_vision", figures, args)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_io import add_json_argument, write_results
+
 LIMIT = 1.2
 """Max RSS at the largest size may be at most this many times that at the smallest."""
 
@@ -100,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--max-steps", type=int, default=20)
     p.add_argument("--resolution", type=int, default=32)
+    add_json_argument(p, "bench_collect_memory")
     args = p.parse_args(argv)
     print(f"grasp-s2r collect --workers {args.workers} --max-steps {args.max_steps} --resolution {args.resolution}; "
           f"peak RSS (VmHWM) sampled every 50 ms; {os.cpu_count()} CPU cores")
@@ -109,12 +112,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['episodes']:>9} {r['parent_kib'] / 1024:>11.1f} {r['worker_kib'] / 1024:>11.1f} "
               f"{r['workers_seen']:>8} {r['seconds']:>8.1f}")
     small, large = rows
-    ok = True
+    ok, ratios = True, {}
     for who in ("parent", "worker"):
         ratio = large[f"{who}_kib"] / max(small[f"{who}_kib"], 1)
+        ratios[who] = ratio
         ok &= ratio <= LIMIT
         print(f"{who:<7} max RSS {large['episodes']} / {small['episodes']} episodes: {ratio:.3f}x "
               f"({'<=' if ratio <= LIMIT else '>'} {LIMIT}x: {'flat' if ratio <= LIMIT else 'GROWS'})")
+    write_results(args.json, "bench_collect_memory", {"rows": rows, "ratio": ratios, "limit": LIMIT, "flat": ok},
+                  args)
     return 0 if ok else 1
 
 

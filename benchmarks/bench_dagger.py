@@ -9,7 +9,8 @@ the selected DAgger controller (``policy.pt``: its best round on the evaluation 
 controller selected by the same rule on the shifted conditions of ``grasp-s2r eval``
 (``--compare-episodes`` each, 0 to skip), and prints the throughput on this
 machine: device, rounds per minute, rollout env-steps per second (all workers, batched inference
-included), training samples per second. Run it on a GPU machine too to compare devices.
+included), training samples per second. Run it on a GPU machine too to compare devices. Writes the figures to
+``benchmarks/results/bench_dagger-<out folder name>.json`` (``--json PATH``).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
+from results_io import RESULTS_DIR, add_json_argument, write_results
 
 from grasp_s2r.control import cli_dagger
 from grasp_s2r.control.curves import best_round
@@ -33,11 +36,18 @@ def _rate(r: dict) -> str:
     return f"{100 * r['success_rate']:5.1f} % [{100 * r['ci_low']:.0f}-{100 * r['ci_high']:.0f}]"
 
 
-def _pooled(dagger: list[tuple[int, int]], bc: list[tuple[int, int]]) -> str:
-    """DAgger vs BC from (successes, episodes) pairs summed up: both rates and the difference with its 95 % CI."""
+def pooled_counts(dagger: list[tuple[int, int]], bc: list[tuple[int, int]]) -> dict[str, object]:
+    """DAgger vs BC from (successes, episodes) pairs summed up: both counts, the rate difference and its 95 % CI."""
     kd, nd = map(sum, zip(*dagger))
     kb, nb = map(sum, zip(*bc))
-    _, lo, hi = difference_interval(kd, nd, kb, nb)
+    diff, lo, hi = difference_interval(kd, nd, kb, nb)
+    return {"dagger": [kd, nd], "bc": [kb, nb], "difference": diff, "ci": [lo, hi]}
+
+
+def _pooled(dagger: list[tuple[int, int]], bc: list[tuple[int, int]]) -> str:
+    """DAgger vs BC from (successes, episodes) pairs summed up: both rates and the difference with its 95 % CI."""
+    p = pooled_counts(dagger, bc)
+    (kd, nd), (kb, nb), (lo, hi) = p["dagger"], p["bc"], p["ci"]
     verdict = ("DAgger beats BC (interval above 0)" if lo > 0 else "BC beats DAgger (interval below 0)" if hi < 0
                else "no significant difference (interval spans 0)")
     return (f"DAgger {kd}/{nd} = {100 * kd / nd:.1f} %, BC {kb}/{nb} = {100 * kb / nb:.1f} %, "
@@ -50,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare-episodes", type=int, default=50,
                         help="episodes per condition for the DAgger-vs-BC robustness comparison (0: skip)")
     parser.add_argument("--compare-conditions", default="dynamics-shift,moving-target,perturbation")
+    add_json_argument(parser, "bench_dagger")
     args = parser.parse_args(argv)
     cfg = cli_dagger.config_from_args(args)
     device = cfg.device or str(default_device())
@@ -57,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run_dagger(cfg, progress=not args.quiet)
     wall_s = time.perf_counter() - t0
     rows = result.rows
+    figures: dict[str, object] = {"rows": rows, "selected_round": result.selected_round}
 
     print(f"\nDAgger vs BC, {cfg.episodes_per_round} episodes/round, masks={cfg.masks}, "
           f"{cfg.eval_episodes} evaluation episodes per point, {cfg.beta_schedule} beta")
@@ -76,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{100 * rows[-1]['dagger_success_rate']:.1f} %, BC {100 * rows[-1]['bc_success_rate']:.1f} %")
         on_policy = [r for r in later if r["beta"] == 0.0]
         if on_policy:
+            figures["pooled_beta_0"] = pooled_counts([(r["dagger_successes"], r["eval_episodes"]) for r in on_policy],
+                                                     [(r["bc_successes"], r["eval_episodes"]) for r in on_policy])
             print(f"pooled over the rounds with beta = 0 ({', '.join(str(r['round']) for r in on_policy)}): "
                   + _pooled([(r["dagger_successes"], r["eval_episodes"]) for r in on_policy],
                             [(r["bc_successes"], r["eval_episodes"]) for r in on_policy]))
@@ -91,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
                                       episodes=args.compare_episodes, conditions=conditions, workers=cfg.workers,
                                       device=cfg.device, torch_threads=cfg.torch_threads), progress=not args.quiet)
             rates[name] = res["conditions"]
+        figures["robustness"] = {"bc_round": bc_round, "episodes": args.compare_episodes, "conditions": {
+            c: {m: {k: rates[m][c][k] for k in ("successes", "episodes", "success_rate", "ci_low", "ci_high")}
+                for m in rates} for c in conditions}}
         labels = {r["round"]: r["labels"] for r in rows}
         print(f"\nrobustness of the selected controllers (each method's best round on the evaluation episodes, "
               f"rounds 0-{last}: DAgger round {result.selected_round}, {labels[result.selected_round]} labels; "
@@ -115,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     train_samples = sum(r["train_samples_per_s"] * r["train_s"] for r in rows)
     print(f"  train samples/s     {train_samples / max(train_s, 1e-9):.0f}")
     print(f"curve: {result.curve_csv}, {result.curve_png}")
+    figures["throughput"] = {
+        "device": device, "rounds_per_min": 60 * len(rows) / max(round_s, 1e-9), "wall_s": wall_s,
+        "labelled_samples_per_s": new_labels / max(rollout_s, 1e-9),
+        "train_samples_per_s": train_samples / max(train_s, 1e-9)}
+    write_results(args.json or RESULTS_DIR / f"bench_dagger-{Path(cfg.out).name}.json", "bench_dagger", figures, args)
     return 0
 
 

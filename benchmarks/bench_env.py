@@ -20,6 +20,7 @@ import pstats
 import time
 
 import numpy as np
+from results_io import add_json_argument, write_results
 
 from grasp_s2r.expert.fsm import Expert
 from grasp_s2r.sim.config import CameraConfig, EnvConfig
@@ -90,7 +91,10 @@ def main() -> None:
     p.add_argument("--resolutions", type=int, nargs="+", default=[CameraConfig.width_px, 96, 128])
     p.add_argument("--physics", choices=PHYSICS, default="current")
     p.add_argument("--profile", type=int, default=0, metavar="STEPS", help="profile this many steps instead")
+    p.add_argument("--runs", type=int, default=3, help="runs per resolution; the median is reported (default 3)")
+    add_json_argument(p, "bench_env")
     args = p.parse_args()
+    variant = "" if args.physics == "current" else args.physics
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
     if args.profile:
@@ -101,15 +105,22 @@ def main() -> None:
               f"{substeps / args.profile:.1f} physics substeps a step")
         for g, t in groups.items():
             print(f"  {g:<20} {t:6.2f} s {100 * t / total:4.0f} %  {1e3 * t / args.profile:5.2f} ms/step")
+        write_results(args.json, "bench_env", {"cpu_s": groups, "total_cpu_s": total, "steps": args.profile,
+                                               "substeps_per_step": substeps / args.profile}, args, "profile", variant)
         return
     print(f"{args.physics} physics")
     print(f"{'resolution':>10} {'env-steps/s':>12} {'bare render/s':>14} {'env/render':>11}")
+    rows = []
     for res in args.resolutions:
-        rates = [measure(res, args.steps, args.physics) for _ in range(3)]
+        rates = [measure(res, args.steps, args.physics) for _ in range(args.runs)]
         env_rate = float(np.median([r[0] for r in rates]))
         render_rate = float(np.median([r[1] for r in rates]))
         default = "  (default)" if res == CameraConfig.width_px else ""
         print(f"{res:>7} px {env_rate:>12.0f} {render_rate:>14.0f} {env_rate / render_rate:>11.2f}{default}")
+        rows.append({"resolution_px": res, "env_steps_per_s": env_rate, "render_per_s": render_rate,
+                     "ratio": env_rate / render_rate, "ratios": [e / r for e, r in rates], "runs": args.runs,
+                     "default": res == CameraConfig.width_px})
+    write_results(args.json, "bench_env", {"rows": rows}, args, variant)
 
 
 if __name__ == "__main__":

@@ -4,15 +4,21 @@
 
 (``--policy`` defaults to the shipped controller; ``--conditions all`` = every named condition.)
 
-Takes exactly the options of ``grasp-s2r eval``, prints the results table and, per condition, the
-target and whether the measured rate (and the lower end of its 95 % interval) reaches it.
+Takes exactly the options of ``grasp-s2r eval`` (plus ``--json``), prints the results table and, per condition,
+the target and whether the measured rate (and the lower end of its 95 % interval) reaches it, and writes the results
+(``eval.json``'s content under ``figures``) to ``benchmarks/results/eval_shipped.json`` for the shipped system, to
+``benchmarks/results/bench_eval-<policy>.json`` for another ``--policy``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from results_io import RESULTS_DIR, add_json_argument, write_results
+
+from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control import cli_eval
 from grasp_s2r.control.evaluate import evaluate_policy, results_table
 
@@ -22,9 +28,17 @@ TARGETS = {"nominal": 0.95, "heldout-backgrounds": 0.95, "table-photo": 0.95, "s
 """Success-rate targets of the shipped controller + shipped segmenter (200 episodes per condition)."""
 
 
+def verdict(r: dict, target: float) -> str:
+    """Whether a condition's result (eval.json's success_rate, ci_low) reaches ``target``."""
+    if r["success_rate"] < target:
+        return "NOT met"
+    return "met" if r["ci_low"] >= target else "met (point estimate)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     cli_eval.add_arguments(parser)
+    add_json_argument(parser, "eval_shipped")
     args = parser.parse_args(argv)
     cfg = cli_eval.config_from_args(args)
     results = evaluate_policy(cfg, progress=not args.quiet)
@@ -36,10 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         target = TARGETS.get(name)
         if target is None:
             continue
-        verdict = ("met" if r["ci_low"] >= target else "met (point estimate)") if r["success_rate"] >= target \
-            else "NOT met"
         rate, low = 100 * r["success_rate"], 100 * r["ci_low"]
-        print(f"{name:<22} {100 * target:>6.0f}% {rate:>8.1f}% {low:>6.1f}%  {verdict}")
+        print(f"{name:<22} {100 * target:>6.0f}% {rate:>8.1f}% {low:>6.1f}%  {verdict(r, target)}")
+    shipped = Path(cfg.policy).resolve() == default_controller_path().resolve() and not cfg.vision
+    default = RESULTS_DIR / ("eval_shipped.json" if shipped else f"bench_eval-{Path(cfg.policy).parent.name}.json")
+    write_results(args.json or default, "bench_eval", {**results, "targets": TARGETS}, args)
     return 0
 
 

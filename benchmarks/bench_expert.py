@@ -19,6 +19,7 @@ import tempfile
 import time
 
 import numpy as np
+from results_io import add_json_argument, write_results
 
 from grasp_s2r.sim.config import EnvConfig
 
@@ -61,7 +62,7 @@ def run_condition(condition: str, cfg: EnvConfig, episodes: int, seed: int) -> d
 
 
 def main() -> None:
-    from grasp_s2r.stats import format_rate
+    from grasp_s2r.stats import format_rate, wilson_interval
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--episodes", type=int, default=200)
@@ -69,6 +70,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2, help="collect worker processes (without --condition)")
     p.add_argument("--condition", default="", help="a condition of grasp-s2r eval, e.g. dynamics-shift")
     p.add_argument("--physics", choices=PHYSICS, default="current")
+    add_json_argument(p, "bench_expert")
     args = p.parse_args()
     cfg = env_config(args.physics)
     sc = cfg.scene
@@ -79,6 +81,7 @@ def main() -> None:
     if args.condition:
         out = run_condition(args.condition, cfg, args.episodes, args.seed)
         successes, lengths = sum(out["success"]), out["length"]
+        held_k, held_n = sum(out["held"]), len(out["held"])
         held = f", held at 12 cm {HOLD_STEPS} steps later: {format_rate(sum(out['held']), len(out['held']))}"
     else:
         from grasp_s2r.collect import CollectConfig, collect
@@ -87,10 +90,17 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             s = collect(CollectConfig(out=tmp, episodes=args.episodes, workers=args.workers, seed=args.seed, env=cfg))
             lengths = [len(e) for e in EpisodeDataset(tmp)]
-        successes, held = s.successes, ""
+        successes, held, held_k, held_n = s.successes, "", None, None
+    seconds = time.perf_counter() - t0
     print(f"expert success: {format_rate(successes, len(lengths))}{held}")
     print(f"episode length: mean {sum(lengths) / len(lengths):.1f} steps, max {max(lengths)}")
-    print(f"{time.perf_counter() - t0:.0f} s")
+    print(f"{seconds:.0f} s")
+    lo, hi = wilson_interval(successes, len(lengths))
+    write_results(args.json, "bench_expert", {
+        "successes": successes, "episodes": len(lengths), "success_rate": successes / len(lengths), "ci_low": lo,
+        "ci_high": hi, "mean_length": sum(lengths) / len(lengths), "max_length": max(lengths),
+        "held_successes": held_k, "held_episodes": held_n, "seconds": seconds}, args, args.condition,
+        "" if args.physics == "current" else args.physics)
 
 
 if __name__ == "__main__":

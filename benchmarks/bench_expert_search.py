@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 import pybullet as pb
+from results_io import add_json_argument, write_results
 
 SCENARIOS = ("nominal", "teleport", "start-out-of-view")
 _SPOT_STREAM = 7
@@ -107,6 +108,7 @@ def main() -> None:
     p.add_argument("--max-steps", type=int, default=0, help="episode step budget (default: the scene's)")
     p.add_argument("--teleport-step", type=int, default=3, help="teleport: steps before the sphere is moved")
     p.add_argument("--privileged", action="store_true", help="act(pv) without the flag (today's expert)")
+    add_json_argument(p, "bench_expert_search")
     args = p.parse_args()
     cfg = EnvConfig()
     if args.max_steps:
@@ -141,7 +143,13 @@ def main() -> None:
     failed = [args.seed + i for i, o in enumerate(out) if not o["success"]]
     if failed:
         print(f"failed seeds: {failed[:20]}{' ...' if len(failed) > 20 else ''}")
-    print(f"{time.perf_counter() - t0:.0f} s")
+    seconds = time.perf_counter() - t0
+    print(f"{seconds:.0f} s")
+    write_results(args.json, "bench_expert_search", {
+        "successes": sum(ok), "episodes": len(ok), "mean_length": float(lengths.mean()), "max_length": int(lengths.max()),
+        "moved": sum(o["moved"] for o in out), "out_of_view_steps": [int(r) for r in runs],
+        "searched": len(searched), "found_at_first_waypoint": searched.count(0), "steps_per_phase": counts,
+        "failed_seeds": failed, "seconds": seconds}, args, args.scenario, "privileged" if args.privileged else "")
 
 
 if __name__ == "__main__":

@@ -11,11 +11,10 @@ the copy back to the host. CPU figures use the torch thread count given by ``--t
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 import numpy as np
 import torch
+from results_io import add_json_argument, write_results
 
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.sim.env import PROPRIO_NAMES
@@ -29,7 +28,7 @@ def main() -> None:
     p.add_argument("--devices", default=None, help="devices, comma-separated (default: cpu, and cuda when present)")
     p.add_argument("--repeats", type=int, default=30, help="timed calls per figure (default: 30)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    add_json_argument(p, "bench_inference")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -53,9 +52,8 @@ def main() -> None:
             print(f"{device:<8} {n:>6} {seg_ms:13.3f} {seg_ms / n:10.4f} {ctl_ms:14.3f} {ctl_ms / n:10.4f}")
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else "no CUDA device"
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, {name}")
-    if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "torch": torch.__version__, "cuda_device": name,
-                                         "cpu_threads": torch.get_num_threads()}, indent=2))
+    write_results(args.json, "bench_inference", {"rows": rows, "torch": torch.__version__, "cuda_device": name,
+                                                 "cpu_threads": torch.get_num_threads()}, args)
 
 
 if __name__ == "__main__":

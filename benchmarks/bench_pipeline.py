@@ -6,16 +6,19 @@ Runs (or resumes) the pipeline with exactly the options of ``grasp-s2r pipeline`
 wall time of every stage and of the whole, the segmenter's figures on every test suite, and the end-to-end
 success per condition, with the targets: >= 93 % on heldout-backgrounds and table-photo within 15 minutes on
 the machine it runs on (the project's CI machines have 2 CPU cores and no GPU). For a from-scratch
-figure use a fresh ``--out`` (a resumed run only times what was left).
+figure use a fresh ``--out`` (a resumed run only times what was left). Writes the pipeline's summary (stage
+seconds, segmenter figures, end-to-end success) to ``benchmarks/results/bench_pipeline.json`` (``--json PATH``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
 import torch
+from results_io import add_json_argument, write_results
 
 from grasp_s2r import pipeline
 
@@ -28,6 +31,7 @@ TARGET_VISION = 0.93
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     pipeline.add_arguments(parser)
+    add_json_argument(parser, "bench_pipeline")
     args = parser.parse_args(argv)
     summary = pipeline.run_pipeline(pipeline.config_from_args(args))
 
@@ -51,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         if target is not None:
             line += f"   (target >= {100 * target:.0f} %: {'met' if r['success_rate'] >= target else 'NOT met'})"
         print(line)
+    figures = {**json.loads(json.dumps(summary, default=str)), "minutes": minutes, "targets": {
+        "minutes": TARGET_MINUTES, "success": TARGET_SUCCESS, "vision_precision_recall": TARGET_VISION}}
+    write_results(args.json, "bench_pipeline", figures, args)
     return 0
 
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from results_io import add_json_argument, write_results
 
 from grasp_s2r.vision.backgrounds import load_backgrounds
 from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
@@ -72,7 +72,7 @@ def quality(model: Path, suite: str, seeds: list[int], n_images: int, threshold:
     return out
 
 
-def _verdict(m: dict[str, Any]) -> str:
+def verdict(m: dict[str, Any]) -> str:
     missed = [k for k, (op, t) in TARGETS.items() if not (m[k] >= t if op == ">=" else m[k] <= t)]
     return "all targets met" if not missed else "NOT met: " + ", ".join(missed)
 
@@ -86,7 +86,7 @@ def main() -> None:
     p.add_argument("--threshold", type=float, default=None,
                    help="sphere-probability threshold (default: the checkpoint's calibrated one, else 0.5)")
     p.add_argument("--repeats", type=int, default=500, help="timed frames for the latency (default: 500)")
-    p.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    add_json_argument(p, "bench_vision")
     args = p.parse_args()
     seeds = [int(x) for x in args.seeds.split(",")]
     torch.set_num_threads(1)
@@ -102,9 +102,9 @@ def main() -> None:
     for suite in resolve_suites(args.suites):
         metrics[suite] = quality(model, suite, seeds, args.n_images, args.threshold)
         m = metrics[suite]["pooled"]
-        verdict = f"   {_verdict(m)}" if suite in TARGET_SUITES else "   (no target)"
+        mark = f"   {verdict(m)}" if suite in TARGET_SUITES else "   (no target)"
         print(f"  {suite:<18} {m['images']:>7} {m['precision']:9.4f} {m['recall']:9.4f} {m['iou']:9.4f} "
-              f"{m['found_rate']:9.4f} {m['false_detection_rate']:9.4f}{verdict}")
+              f"{m['found_rate']:9.4f} {m['false_detection_rate']:9.4f}{mark}")
         for seed, ms in metrics[suite]["per_seed"].items():
             print(f"    seed {seed:<13} {ms['images']:>7} {ms['precision']:9.4f} {ms['recall']:9.4f} {ms['iou']:9.4f} "
                   f"{ms['found_rate']:9.4f} {ms['false_detection_rate']:9.4f}")
@@ -116,10 +116,9 @@ def main() -> None:
     comp = composites_per_s(h, n=400)
     print(f"composition on one core: {comp['recipe_items_per_s']:.0f} training items/s with the training recipe, "
           f"{comp['photos_only_items_per_s']:.0f}/s photos only")
-    if args.json:
-        args.json.write_text(json.dumps({"metrics": metrics, "latency": lat, "composition": comp, "model": str(model),
-                                         "threshold": segmenter.threshold, "n_images_per_seed": args.n_images,
-                                         "seeds": seeds, "suites": {k: SUITES[k] for k in metrics}}, indent=2))
+    write_results(args.json, "bench_vision", {
+        "metrics": metrics, "latency": lat, "composition": comp, "model": str(model), "threshold": segmenter.threshold,
+        "n_images_per_seed": args.n_images, "seeds": seeds, "suites": {k: SUITES[k] for k in metrics}}, args)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ sphere (start-out-of-view, dropout): 2 training seeds pooled, Wilson 95 % interv
 Each arm is one ``grasp-s2r dagger`` run per seed (observable expert, the training mixture below, predicted masks
 of the shipped segmenter, BC baseline on), then ``evaluate_policy`` of its final DAgger controller (policy.pt) and of
 its last round's BC controller (same labels) on ``--eval-episodes`` per condition and seed (test seeds, never seen in
-training). Writes OUT/results.json and prints a table. Resumable (each run folder resumes).
+training). Writes OUT/results.json and benchmarks/results/compare_memory.json (``--json PATH``) and prints a
+table. Resumable (each run folder resumes).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import argparse
 import dataclasses
 import json
 from pathlib import Path
+
+from results_io import add_json_argument, write_results
 
 from grasp_s2r.control.dagger import DaggerConfig, run_dagger
 from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy
@@ -35,9 +38,10 @@ def main() -> None:
     p.add_argument("--eval-episodes", type=int, default=100, help="per condition and seed (default 100)")
     p.add_argument("--seeds", default="0,1")
     p.add_argument("--workers", type=int, default=2)
+    add_json_argument(p, "compare_memory")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    results: dict = {"config": {k: str(v) for k, v in vars(args).items()}, "arms": {}}
+    results: dict = {"config": {k: str(v) for k, v in vars(args).items() if k != "json"}, "arms": {}}
     for arm, memory in ARMS.items():
         counts = {(learner, c): [0, 0] for learner in ("dagger", "bc") for c in CONDITIONS}
         labels = []
@@ -72,6 +76,7 @@ def main() -> None:
             print(f"{arm:<11} {learner:<7} " + " ".join(f"{x:>28}" for x in cells))
         print(f"{'':<11} labels per seed: {r['labels_per_seed']}")
     print(f"results: {args.out / 'results.json'}")
+    write_results(args.json, "compare_memory", results, args)
 
 
 if __name__ == "__main__":

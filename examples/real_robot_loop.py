@@ -81,14 +81,17 @@ def control_loop(agent: GraspAgent, camera: FakeCameraFromFrames, arm: FakeArm, 
         time.sleep(max(0.0, 1.0 / hz - (time.monotonic() - t0)))
 
 
-def bench(agent: GraspAgent, camera: FakeCameraFromFrames, proprio: np.ndarray, calls: int) -> None:
-    """Latency of ``agent.act`` at batch 1: ``calls`` calls after 10 warm-up calls, per stage."""
+def bench(agent: GraspAgent, camera: FakeCameraFromFrames, proprio: np.ndarray, calls: int) -> dict[str, float]:
+    """Latency of ``agent.act`` at batch 1: ``calls`` calls after 10 warm-up calls, per stage; the figures in ms."""
     frames = [camera.frames[i % len(camera.frames)] for i in range(calls + 10)]
     rows = [agent.act(f, proprio).timings_ms for f in frames][10:]
     parts = ", ".join(f"{k} {np.median([r[k] for r in rows]):.2f}" for k in ("preprocess", "segment", "control"))
     total = np.array([r["total"] for r in rows])
     print(f"latency per call (batch 1, {calls} calls, {frames[0].shape[1]}x{frames[0].shape[0]} px input): median "
           f"{np.median(total):.2f} ms, p90 {np.percentile(total, 90):.2f} ms ({parts} ms medians)")
+    return {"calls": calls, "input_width_px": frames[0].shape[1], "input_height_px": frames[0].shape[0],
+            "total_median_ms": float(np.median(total)), "total_p90_ms": float(np.percentile(total, 90)),
+            **{f"{k}_median_ms": float(np.median([r[k] for r in rows])) for k in ("preprocess", "segment", "control")}}
 
 
 def main() -> int:
@@ -101,6 +104,8 @@ def main() -> int:
     p.add_argument("--hz", type=float, default=10.0, help="control rate (the trained one: 10)")
     p.add_argument("--bench", type=int, default=0, metavar="N", help="also time N calls of agent.act")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--json", type=Path, default=None, help="with --bench: write the latency here (default: "
+                   "benchmarks/results/real_robot_loop.json)")
     args = p.parse_args()
 
     import torch
@@ -115,7 +120,11 @@ def main() -> int:
         return 2
     control_loop(agent, camera, FakeArm(camera.start_proprio), args.steps, args.hz)
     if args.bench:
-        bench(agent, camera, camera.start_proprio, args.bench)
+        figures = bench(agent, camera, camera.start_proprio, args.bench)
+        sys.path.insert(0, str(HERE.parent / "benchmarks"))
+        from results_io import write_results
+
+        write_results(args.json, "real_robot_loop", figures, args)
     return 0
 
 

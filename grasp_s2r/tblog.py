@@ -24,7 +24,7 @@ from typing import Any, Self
 import cv2
 import numpy as np
 
-from grasp_s2r.vision.overlays import overlay_tile
+from grasp_s2r.drawing import evenly_spaced, overlay_grid
 
 INSTALL_HINT = 'pip install -e ".[tensorboard]"'
 DEFAULT_SUBDIR = "tensorboard"
@@ -59,26 +59,6 @@ def add_tensorboard_argument(parser: Any) -> None:
     parser.add_argument("--tensorboard", nargs="?", const="", default=None, metavar="DIR",
                         help="log losses, metrics and sample images for TensorBoard into DIR (without DIR: "
                              f"OUT/{DEFAULT_SUBDIR}); off by default")
-
-
-def image_grid(tiles: list[np.ndarray], columns: int = 8, scale: int = 3) -> np.ndarray:
-    """Tiles uint8 (h, w, 3) of one size -> one uint8 (H, W, 3) image on a white background, upscaled (nearest)."""
-    h, w = tiles[0].shape[:2]
-    rows = -(-len(tiles) // columns)
-    grid = np.full((rows * (h + 2), min(columns, len(tiles)) * (w + 2), 3), 255, np.uint8)
-    for k, tile in enumerate(tiles):
-        r, c = divmod(k, columns)
-        grid[r * (h + 2):r * (h + 2) + h, c * (w + 2):c * (w + 2) + w] = tile
-    return cv2.resize(grid, None, fx=scale, fy=scale, interpolation=cv2.INTER_NEAREST)
-
-
-def overlay_grid(images: np.ndarray, pred: np.ndarray, target: np.ndarray, n: int = 16) -> np.ndarray:
-    """The first ``n`` images, each beside its overlay (TP green, FP red, FN blue), as one picture."""
-    tiles: list[np.ndarray] = []
-    for i in range(min(n, len(images))):
-        tiles += [np.asarray(images[i]), overlay_tile(np.asarray(images[i]), np.asarray(pred[i], bool),
-                                                      np.asarray(target[i], bool))]
-    return image_grid(tiles, columns=8)
 
 
 class TBLogger:
@@ -147,7 +127,7 @@ class TBLogger:
             return
         rgb, pred, gt = [], [], []
         for ep in episodes:
-            for t in np.unique(np.linspace(0, len(ep) - 1, 4).round().astype(int)):
+            for t in evenly_spaced(len(ep), 4):
                 rgb.append(ep["rgb"][t])
                 pred.append(ep["input_mask"][t] if "input_mask" in ep.features() else ep["sphere_mask"][t])
                 gt.append(ep["sphere_mask"][t])

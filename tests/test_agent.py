@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -170,13 +171,16 @@ def test_agent_grasps_from_a_plain_loop_of_images_and_proprio(controller):
           f"(p90 {np.percentile(latency, 90):.1f} ms, {len(latency)} calls, 1 CPU thread)")
 
 
-def test_example_script_drives_the_agent_from_saved_frames(controller):
+def test_example_script_drives_the_agent_from_saved_frames(controller, tmp_path):
     frames = ROOT / "examples" / "wrist_frames.npz"
+    latency = tmp_path / "latency.json"  # not the README's benchmarks/results/real_robot_loop.json
     cmd = [sys.executable, str(ROOT / "examples" / "real_robot_loop.py"), "--controller", str(controller),
-           "--frames", str(frames), "--steps", "5", "--bench", "20"]
+           "--frames", str(frames), "--steps", "5", "--bench", "20", "--json", str(latency)]
     out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.count("command:") == 5 and "latency per call" in out.stdout
+    figures = json.loads(latency.read_text())["figures"]
+    assert figures["calls"] == 20 and 0 < figures["total_median_ms"] <= figures["total_p90_ms"]
     missing = subprocess.run([sys.executable, str(ROOT / "examples" / "real_robot_loop.py"), "--controller",
                               "/nonexistent/policy.pt"], check=False, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1

@@ -1,4 +1,5 @@
-"""The DAgger learning curve: success rate and loss per round, DAgger and BC, as CSV + PNG."""
+"""The DAgger learning curve as data: success rate and loss per round, DAgger and BC, as CSV + JSON; the round a
+run selects. Its picture: :func:`grasp_s2r.drawing.plot_curve`."""
 
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ def summary_line(row: dict[str, Any], rounds: int) -> str:
 
 CURVE_FORMAT = "grasp_s2r.dagger-curve"
 CURVE_FORMAT_VERSION = 1
+CURVE_SOFTWARE = f"{CURVE_FORMAT} v{CURVE_FORMAT_VERSION}"
+"""Stamped into ``curve.png``'s metadata (``Software``)."""
 
 
 def write_curve_json(rows: Sequence[dict[str, Any]], config: dict[str, Any], path: Path) -> Path:
@@ -62,49 +65,4 @@ def write_curve_json(rows: Sequence[dict[str, Any]], config: dict[str, Any], pat
     blob = {"format": CURVE_FORMAT, "format_version": CURVE_FORMAT_VERSION, "config": config,
             "columns": list(CURVE_COLUMNS), "rows": list(rows)}
     atomic_write(Path(path), json.dumps(blob, indent=2).encode())
-    return Path(path)
-
-
-def plot_curve(rows: Sequence[dict[str, Any]], path: Path, title: str = "", config: dict[str, Any] | None = None,
-               ) -> Path:
-    """Success (with 95 % Wilson CI) and training loss against expert labels, DAgger vs BC.
-
-    ``config`` is stored in the PNG's metadata (``Description``), with the curve format version.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    labels = [r["labels"] for r in rows]
-    fig, (ax_s, ax_l) = plt.subplots(1, 2, figsize=(10, 4))
-    for key, name, color in (("dagger", "DAgger", "tab:blue"), ("bc", "behavior cloning", "tab:orange")):
-        pts = [(r["labels"], r[f"{key}_success_rate"], r[f"{key}_ci_low"], r[f"{key}_ci_high"], r[f"{key}_loss"])
-               for r in rows if r.get(f"{key}_success_rate") not in (None, "")]
-        if not pts:
-            continue
-        x, y, lo, hi, loss = (list(v) for v in zip(*pts))
-        ax_s.plot(x, [100 * v for v in y], "o-", color=color, label=name)
-        ax_s.fill_between(x, [100 * v for v in lo], [100 * v for v in hi], color=color, alpha=0.15)
-        ax_l.plot(x, loss, "o-", color=color, label=name)
-    ax_s.set(xlabel="expert labels (aggregated)", ylabel="success rate (%)", ylim=(-2, 112),
-             title="success over evaluation episodes (95 % CI)")
-    ax_l.set(xlabel="expert labels (aggregated)", ylabel="training loss", yscale="log", title="training loss")
-    for ax in (ax_s, ax_l):
-        ax.grid(alpha=0.3)
-        ax.legend(loc="best")
-    if labels:
-        for r in rows:
-            ax_s.annotate(f"β={r['beta']:.2f}", (r["labels"], 100 * r["dagger_success_rate"]), fontsize=7,
-                          textcoords="offset points", xytext=(0, 6), ha="center")
-    if title:
-        fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    meta = {"Software": f"{CURVE_FORMAT} v{CURVE_FORMAT_VERSION}"}
-    if config is not None:
-        meta["Description"] = json.dumps(config)
-    fig.savefig(buf, format="png", dpi=110, metadata=meta)
-    plt.close(fig)
-    atomic_write(Path(path), buf.getvalue())
     return Path(path)

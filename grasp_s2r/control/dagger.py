@@ -25,13 +25,14 @@ from tqdm import tqdm
 from grasp_s2r.configs import differences, to_dict
 from grasp_s2r.control import seeds
 from grasp_s2r.control.bc_baseline import bc_round
-from grasp_s2r.control.curves import best_round, plot_curve, summary_line, write_curve_csv, write_curve_json
+from grasp_s2r.control.curves import CURVE_SOFTWARE, best_round, summary_line, write_curve_csv, write_curve_json
 from grasp_s2r.control.policy import Policy, PolicyConfig
 from grasp_s2r.control.run_store import ROUND_KIND, RunStore
 from grasp_s2r.control.train import PolicyTrainConfig, fit, load_labels
 from grasp_s2r.control.training_episodes import TrainingEpisodes
 from grasp_s2r.data.episodes import EpisodeDataset, EpisodeWriter, finished_indices, init_dataset, remove_partial
 from grasp_s2r.devices import default_device
+from grasp_s2r.drawing import plot_curve
 from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.runtime.backend import BackendConfig, EpisodeRunner, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS
@@ -370,7 +371,7 @@ def _run_dagger(cfg: DaggerConfig, progress: bool = True, tb: TBLogger | None = 
             write_curve_json(rows, cfg.to_dict(), out / "curve.json")
             title = (f"{out.name}: masks={cfg.masks}, {cfg.episodes_per_round} episodes/round, {cfg.beta_schedule} "
                      f"beta, {cfg.eval_episodes} eval episodes ({', '.join(cfg.eval_conditions)})")
-            plot_curve(rows, out / "curve.png", title=title, config=cfg.to_dict())
+            plot_curve(rows, out / "curve.png", title=title, config=cfg.to_dict(), software=CURVE_SOFTWARE)
             tqdm.write(summary_line(rows[-1], cfg.rounds))
             if tb is not None:
                 tb.dagger_round(rows[-1], store.round_dir(r))

@@ -20,9 +20,9 @@ from tqdm import tqdm
 from grasp_s2r import __version__
 from grasp_s2r.configs import to_dict
 from grasp_s2r.control import seeds
-from grasp_s2r.control.media import write_gif, write_strip
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.devices import default_device
+from grasp_s2r.drawing import write_gif, write_strip
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.runtime.backend import BackendConfig, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS, resolve_condition

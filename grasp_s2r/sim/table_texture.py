@@ -3,7 +3,7 @@
 A photo crop, mirrored 2 x 2 into a seamless tile, is loaded as a PyBullet texture and put on the table top, so the
 photo's perspective and scale, the fingers' occlusion and the sphere's contact with it change with the camera as
 they would over a real table. Used by the segmenter's training views (``vision.simviews``) and by the
-``table-photo`` evaluation condition (``control.conditions``). Numpy, OpenCV and PyBullet only.
+``table-photo`` evaluation condition (``runtime.conditions``). Numpy, OpenCV and PyBullet only.
 
 TinyRenderer (PyBullet DIRECT) ignores ``changeTexture``, and a loaded texture is never freed: a client loads a
 fixed pool of textures once and an episode picks one of them.

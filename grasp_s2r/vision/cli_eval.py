@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from grasp_s2r.drawing import save_overlay_grid
 from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.options import (
     Option,
@@ -24,7 +25,6 @@ from grasp_s2r.vision.backgrounds import BackgroundError
 from grasp_s2r.vision.evaluate import EvalResult, VisionEvalConfig, evaluate_segmenter, evaluate_suites
 from grasp_s2r.vision.folder import DataFolderError
 from grasp_s2r.vision.metrics import format_suite_table, format_table
-from grasp_s2r.vision.overlays import save_overlay_grid
 from grasp_s2r.vision.segmenter import CheckpointError, check_threshold, default_checkpoint_path
 from grasp_s2r.vision.suites import SUITE_ALL, SUITES, SuiteError, resolve_suites
 

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from grasp_s2r.configs import check_same, to_dict, to_json
 from grasp_s2r.devices import default_device
+from grasp_s2r.drawing import save_composite_grid, save_training_curve
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
 from grasp_s2r.tblog import TBLogger
@@ -36,7 +37,6 @@ from grasp_s2r.vision.calibrate import calibrate_checkpoint
 from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.metrics import pixel_metrics
 from grasp_s2r.vision.model import ARCHITECTURES, Architecture, build_model, count_parameters, to_input_tensor
-from grasp_s2r.vision.overlays import save_composite_grid, save_training_curve
 from grasp_s2r.vision.segmenter import (
     THRESHOLD,
     CheckpointError,

@@ -1,0 +1,121 @@
+"""The one writer and reader of benchmark results: ``benchmarks/results/<name>.json``.
+
+Every benchmark calls :func:`write_results` beside what it prints; ``benchmarks/tables.py`` reads the files with
+:func:`load_results` and renders the README's and docs' figure tables from them. A file holds::
+
+    format, format_version   "grasp_s2r.benchmark", FORMAT_VERSION
+    benchmark                the script's name, e.g. "bench_expert"
+    command                  the exact command line that reproduces it, from the repository root
+    config                   the script's arguments
+    machine                  CPU cores, load average, platform, Python, torch, device
+    date                     UTC, ISO 8601
+    package_version, git_commit, git_dirty
+    figures                  what the benchmark measured (its own keys)
+
+Files written before this format (``eval_shipped.json``: an ``eval.json``; ``compare_memory.json``) load as
+``figures`` with ``command`` None. Transcribed figures (measured elsewhere, not re-run here) carry a ``source``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from grasp_s2r import __version__
+from grasp_s2r.files import atomic_write
+
+FORMAT = "grasp_s2r.benchmark"
+FORMAT_VERSION = 1
+REPO = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO / "benchmarks" / "results"
+
+
+def default_json(name: str, *variant: str) -> Path:
+    """``benchmarks/results/<name>[-<variant>...].json``; empty variant parts are left out."""
+    return RESULTS_DIR / ("-".join([name, *(v for v in variant if v)]) + ".json")
+
+
+def add_json_argument(parser: argparse.ArgumentParser, name: str) -> None:
+    """``--json PATH``; the default (None) means :func:`default_json` of the run's variant."""
+    parser.add_argument("--json", type=Path, default=None,
+                        help=f"write the figures here (default: benchmarks/results/{name}[-VARIANT].json)")
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command that reproduces this run: ``python <script relative to the repository> <arguments>``."""
+    argv = list(sys.argv if argv is None else argv)
+    script = Path(argv[0]).resolve()
+    try:
+        argv[0] = str(script.relative_to(REPO))
+    except ValueError:
+        argv[0] = str(script)
+    return shlex.join(["python", *argv])
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], check=False, cwd=REPO, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def machine() -> dict[str, Any]:
+    """CPU cores, the 1-minute load average when the figures were written (other jobs slow timings down),
+    platform, Python, torch version and the device torch would use (a CUDA device's name or cpu)."""
+    info: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_average_1min": os.getloadavg()[0],
+                            "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+                            "python": platform.python_version()}
+    try:
+        import torch
+    except ImportError:
+        return {**info, "torch": None, "device": "cpu"}
+    cuda = torch.cuda.is_available()
+    return {**info, "torch": torch.__version__, "device": torch.cuda.get_device_name() if cuda else "cpu"}
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: paths as strings, tuples as lists, dict keys as strings."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def write_results(path: Path | None, name: str, figures: dict[str, Any], config: dict[str, Any] | argparse.Namespace,
+                  *variant: str, argv: list[str] | None = None) -> Path:
+    """Write one benchmark's figures atomically (``path`` None: :func:`default_json`); returns the path."""
+    path = Path(path) if path is not None else default_json(name, *variant)
+    cfg = vars(config) if isinstance(config, argparse.Namespace) else config
+    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    data = {"format": FORMAT, "format_version": FORMAT_VERSION, "benchmark": name, "command": command_line(argv),
+            "config": _plain({k: v for k, v in cfg.items() if k != "json"}), "machine": machine(),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "package_version": __version__, "git_commit": _git("rev-parse", "HEAD"),
+            "git_dirty": None if dirty is None else bool(dirty), "figures": _plain(figures)}
+    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
+    print(f"results: {path}")
+    return path
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    """One results file; a file from before this format comes back as its ``figures`` with ``command`` None."""
+    data = json.loads(Path(path).read_text())
+    if data.get("format") == FORMAT:
+        if data["format_version"] > FORMAT_VERSION:
+            raise ValueError(f"{path}: results format_version {data['format_version']} is newer than this code's "
+                             f"{FORMAT_VERSION}; update the checkout")
+        return data
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "benchmark": Path(path).stem, "command": None,
+            "config": data.get("config", {}), "figures": data}

@@ -1,0 +1,91 @@
+"""Render every figure table of README.md and docs/*.md from the benchmarks' JSON files (benchmarks/results/).
+
+    python benchmarks/tables.py           # rewrite each table between <!-- results:NAME --> and <!-- /results:NAME -->
+    python benchmarks/tables.py --check   # exit 1, naming each stale table, when the markdown differs from the JSON
+
+A table of :data:`TABLES` renders from its JSON file(s) only: measured tables through the functions of
+``tables_render.py`` (each row or caption names the command that measures it, success rates keep their 95 %
+interval); tables whose JSON has a ``source`` (figures transcribed from a recorded run, not re-measured here)
+render cell for cell with that provenance. A table whose JSON is missing says so and names the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import tables_render as r
+from results_io import REPO, RESULTS_DIR
+
+TABLES: dict[str, Callable[[Path], str]] = {
+    "readme": r.readme_table,
+    "eval_shipped": r.eval_shipped_table,
+    "compare_memory": r.compare_memory_table,
+    "scaling": r.scaling_table,
+    "deploy_latency": r.deploy_latency_table,
+    "vision_suites": r.vision_suites_table,
+    **{name: functools.partial(r.transcribed_table, name) for name in r.TRANSCRIBED},
+}
+"""Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
+DOCUMENTS = ("README.md", "docs/*.md")
+MARKER = re.compile(r"(<!-- results:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(\n<!-- /results:(?P=name) -->)", re.DOTALL)
+
+
+def documents(root: Path = REPO) -> list[Path]:
+    """The markdown files that may hold tables."""
+    return sorted({p for pattern in DOCUMENTS for p in root.glob(pattern)})
+
+
+def render(text: str, path: Path, rendered: dict[str, str], results: Path = RESULTS_DIR) -> tuple[str, list[str]]:
+    """``text`` with every marked table replaced by its rendering from the JSON files in ``results``, and the names
+    of the tables that changed. ``rendered`` caches renderings across documents."""
+    stale: list[str] = []
+
+    def replace(m: re.Match[str]) -> str:
+        name = m["name"]
+        if name not in TABLES:
+            raise SystemExit(f"tables: {path}: unknown table <!-- results:{name} -->; known: {', '.join(TABLES)}")
+        if name not in rendered:
+            rendered[name] = TABLES[name](results)
+        if m["body"] != rendered[name]:
+            stale.append(name)
+        return m[1] + rendered[name] + m[4]
+
+    return MARKER.sub(replace, text), stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each stale table")
+    p.add_argument("--root", type=Path, default=REPO, help="folder of README.md and docs/ (default: this checkout)")
+    p.add_argument("--results", type=Path, default=RESULTS_DIR, help="folder of the JSON files (default: "
+                   "benchmarks/results)")
+    args = p.parse_args(argv)
+    rendered: dict[str, str] = {}
+    seen: set[str] = set()
+    stale_any = False
+    for path in documents(args.root):
+        text = path.read_text()
+        new, stale = render(text, path, rendered, args.results)
+        seen |= {m["name"] for m in MARKER.finditer(text)}
+        rel = path.relative_to(args.root)
+        for name in stale:
+            stale_any = True
+            print(f"{rel}: table '{name}' is stale" if args.check else f"{rel}: table '{name}' rewritten")
+        if stale and not args.check:
+            path.write_text(new)
+    if missing := [n for n in TABLES if n not in seen]:
+        print(f"tables: no markers for {', '.join(missing)} in {', '.join(DOCUMENTS)}")
+        return 1
+    if args.check and stale_any:
+        print("run: python benchmarks/tables.py")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

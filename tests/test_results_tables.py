@@ -1,0 +1,83 @@
+"""The figure tables of README.md and docs/*.md are what benchmarks/results/*.json give (benchmarks/tables.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import tables  # benchmarks/ is not a package: imported from its folder
+from results_io import FORMAT, load_results
+
+README_BLOCK = "# Results\n\n<!-- results:readme -->\nold\n<!-- /results:readme -->\n"
+
+
+def test_every_table_in_readme_and_docs_is_current(capsys):
+    # WHEN the check runs on this checkout
+    rc = tables.main(["--check"])
+    # THEN no table differs from what the JSON files give (else: run python benchmarks/tables.py)
+    assert rc == 0, capsys.readouterr().out
+
+
+def test_check_names_a_stale_table_and_rendering_fixes_it(tmp_path, capsys):
+    # GIVEN a copy of the docs whose README table was edited by hand
+    shutil.copy(REPO / "README.md", tmp_path / "README.md")
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    readme = tmp_path / "README.md"
+    readme.write_text(readme.read_text().replace("expert success", "expert success (typed by hand)", 1))
+    # WHEN checked, THEN it fails naming the table; WHEN rendered, THEN the check passes again
+    assert tables.main(["--check", "--root", str(tmp_path)]) == 1
+    assert "README.md: table 'readme' is stale" in capsys.readouterr().out
+    assert tables.main(["--root", str(tmp_path)]) == 0
+    assert tables.main(["--check", "--root", str(tmp_path)]) == 0
+    assert "(typed by hand)" not in readme.read_text()
+
+
+def test_readme_row_renders_from_a_real_bench_expert_run(tmp_path):
+    # GIVEN the JSON of a real bench_expert run of 4 episodes
+    results = tmp_path / "results"
+    out = results / "bench_expert.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    subprocess.run([sys.executable, str(BENCH / "bench_expert.py"), "--episodes", "4", "--workers", "1",
+                    "--json", str(out)], check=True, env=env, capture_output=True, timeout=300)
+    res = load_results(out)
+    f = res["figures"]
+    assert res["format"] == FORMAT and res["benchmark"] == "bench_expert" and f["episodes"] == 4
+    assert res["command"] == f"python benchmarks/bench_expert.py --episodes 4 --workers 1 --json {out}"
+    assert res["machine"]["cpu_count"] == os.cpu_count() and res["date"]
+    # WHEN the README's table is rendered from that folder alone
+    (tmp_path / "README.md").write_text(README_BLOCK)
+    text, stale = tables.render(README_BLOCK, tmp_path / "README.md", {}, results)
+    # THEN the expert row holds the run's rate with its 95 % interval, its length and its exact command
+    row = next(line for line in text.splitlines() if line.startswith("| expert success"))
+    lo, hi = 100 * f["ci_low"], 100 * f["ci_high"]
+    assert f"({f['successes']}/4, 95 % CI {lo:.1f}-{hi:.1f})" in row
+    assert f"{f['mean_length']:.1f} steps an episode" in row and f"`{res['command']}`" in row
+    # AND the figures that folder lacks are said to be not measured, with their command, never a number
+    pipeline = next(line for line in text.splitlines() if "grasp-s2r pipeline" in line)
+    assert "not measured yet: run `python benchmarks/bench_pipeline.py" in pipeline and stale == ["readme"]
+
+
+def test_files_from_before_the_results_format_still_load():
+    # GIVEN the two files written before results_io (an eval.json; compare_memory's results.json)
+    for name, key in (("eval_shipped", "conditions"), ("compare_memory", "arms")):
+        raw = json.loads((BENCH / "results" / f"{name}.json").read_text())
+        res = load_results(BENCH / "results" / f"{name}.json")
+        # THEN their figures are the whole file, and no command or date is made up for them
+        assert res["figures"] == raw and key in res["figures"] and res["command"] is None and "date" not in res
+
+
+@pytest.mark.parametrize("name", ["gpu_inference", "dagger_vs_bc", "scene_physics_issue16"])
+def test_transcribed_tables_say_where_their_figures_come_from(name):
+    res = load_results(BENCH / "results" / f"{name}.json")
+    assert res["source"].startswith("transcribed, not re-measured") and res["command"] and res["machine"]
+    assert all(len(row) == len(res["figures"]["columns"]) for row in res["figures"]["rows"])
