@@ -31,7 +31,7 @@ from grasp_s2r.data.episodes import init_dataset, write_episode
 from grasp_s2r.runtime.backend import BackendConfig, open_runner
 from grasp_s2r.runtime.masks import GroundTruthMasks
 from grasp_s2r.runtime.pool import RolloutPool
-from grasp_s2r.runtime.records import EpisodeRequest
+from grasp_s2r.runtime.records import EXPERT, EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES
 from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
@@ -43,7 +43,7 @@ SETUPS = {"local 1": (BackendConfig(), 1), "local 2": (BackendConfig(), 2),
 
 def episode_rates(n: int) -> dict[str, dict[str, float]]:
     """Per setup: expert episodes/s, env-steps/s and the runner's start-up in s."""
-    requests = [EpisodeRequest(seed=i, beta=1.0) for i in range(n)]
+    requests = [EpisodeRequest(seed=i, actor=EXPERT) for i in range(n)]
     rates, out = {}, {}
     for name, (backend, workers) in SETUPS.items():
         t0 = time.perf_counter()
@@ -85,7 +85,7 @@ def dagger_rounds(episodes: int) -> dict[str, dict[str, float]]:
 def driver_and_learner(n: int = 40) -> dict[str, object]:
     """The driver's ms per episode received + written, and forward ms per batch size on one CPU thread."""
     with RolloutPool(EnvConfig(), 1) as pool:
-        recs = pool.run([EpisodeRequest(seed=i, beta=1.0) for i in range(n)], None, GroundTruthMasks(), progress=False)
+        recs = pool.run([EpisodeRequest(seed=i, actor=EXPERT) for i in range(n)], None, GroundTruthMasks(), progress=False)
     import pickle
 
     with tempfile.TemporaryDirectory() as tmp:

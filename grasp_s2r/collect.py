@@ -37,7 +37,7 @@ from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.options import Option, UsageError, add_options, config_from_options, non_negative_int, positive_int
 from grasp_s2r.runtime.backend import BackendConfig, BackendUnavailable, open_runner
 from grasp_s2r.runtime.masks import MaskInput, MaskSource, VisionUnavailable, make_mask_source, mask_source_identity
-from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest, rollout_features
+from grasp_s2r.runtime.records import EXPERT, EpisodeRecord, EpisodeRequest, rollout_features
 from grasp_s2r.sim.config import CONTROL_CAMERA_JITTER_DEG, CONTROL_CAMERA_JITTER_M, EnvConfig
 from grasp_s2r.stats import format_rate
 
@@ -123,7 +123,7 @@ def _collect(cfg: CollectConfig, masks: MaskSource, progress: bool = True) -> Co
 
     if todo:
         # the one episode loop of the package, expert only (beta = 1), recording the mask source's input masks
-        requests = [EpisodeRequest(seed=cfg.seed + i, beta=1.0) for i in todo]
+        requests = [EpisodeRequest(seed=cfg.seed + i, actor=EXPERT) for i in todo]
         try:
             with EpisodeWriter(root) as writer, open_runner(cfg.backend, cfg.env, workers, cfg.expert) as runner:
                 runner.run(requests, None, masks, on_episode=write, progress=False)

@@ -191,9 +191,9 @@ def worker_records():
     """One expert episode (seed 11) per new condition, played and recorded by a rollout worker process."""
     from grasp_s2r.runtime.backend import BackendConfig, open_runner
     from grasp_s2r.runtime.masks import GroundTruthMasks
-    from grasp_s2r.runtime.records import EpisodeRequest
+    from grasp_s2r.runtime.records import EXPERT, EpisodeRequest
 
-    requests = [EpisodeRequest(seed=11, beta=1.0, condition=CONDITIONS[n]) for n in NEW]
+    requests = [EpisodeRequest(seed=11, actor=EXPERT, condition=CONDITIONS[n]) for n in NEW]
     with open_runner(BackendConfig(), _WORKER_ENV, 1) as pool:
         recs = pool.run(requests, None, GroundTruthMasks(), record=lambda i: True, progress=False)
     return {r.info["condition"]: r for r in recs}

@@ -134,7 +134,7 @@ def test_cli_run_resumes_after_kill_and_beats_a_random_policy(tmp_path):
     assert len((out / "curve.csv").read_text().splitlines()) == 4
 
     policy, _ = Policy.load(out / "policy.pt", "cpu")
-    requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, beta=0.0) for i in range(10)]
+    requests = [EpisodeRequest(seed=seeds.TEST_BASE + i) for i in range(10)]
     with RolloutPool(control_env_config().replace(scene=SceneConfig(max_episode_steps=40)), 2) as pool:
         trained = sum(r.success for r in pool.run(requests, policy, GroundTruthMasks(), progress=False))
         random = sum(r.success for r in pool.run(requests, RandomPolicy(0), GroundTruthMasks(), progress=False))

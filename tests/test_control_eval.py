@@ -140,7 +140,7 @@ class CountingSegmenter:
 def test_predicted_masks_come_from_one_batched_segmenter_call_per_step(tmp_path):
     from grasp_s2r.runtime.masks import PredictedMasks, make_mask_source
     from grasp_s2r.runtime.pool import RolloutPool
-    from grasp_s2r.runtime.records import EpisodeRequest
+    from grasp_s2r.runtime.records import EXPERT, EpisodeRequest
     from grasp_s2r.sim.config import EnvConfig, SceneConfig
     from grasp_s2r.vision.backgrounds import split_names
     from grasp_s2r.vision.model import build_model
@@ -156,7 +156,7 @@ def test_predicted_masks_come_from_one_batched_segmenter_call_per_step(tmp_path)
     counting = CountingSegmenter(Segmenter.load(path, "cpu"))
     env = EnvConfig(scene=SceneConfig(max_episode_steps=6))
     with RolloutPool(env, 2) as pool:
-        recs = pool.run([EpisodeRequest(seed=s, beta=1.0) for s in range(2)], None, PredictedMasks(counting),
+        recs = pool.run([EpisodeRequest(seed=s, actor=EXPERT) for s in range(2)], None, PredictedMasks(counting),
                         progress=False)
     assert [r.length for r in recs] == [6, 6]
     assert counting.batches == [2] * 6  # both workers' images in each call, one call per step

@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from grasp_s2r.control.memory import N_MEMORY, EpisodeMemory, episode_memory_features, mask_moments_np
+from grasp_s2r.control.mixing import Mixture
 from grasp_s2r.control.policy import Policy, PolicyConfig, mask_moments
 from grasp_s2r.runtime.masks import GroundTruthMasks
 from grasp_s2r.runtime.pool import RolloutPool
-from grasp_s2r.runtime.records import EpisodeRequest
+from grasp_s2r.runtime.records import EXPERT, EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig, SceneConfig
 
 
@@ -60,7 +61,7 @@ def test_runtime_memory_is_the_training_memory_and_starts_fresh_each_episode() -
     torch.manual_seed(0)
     policy = Policy(PolicyConfig(memory=True), device="cpu")
     env = EnvConfig(scene=SceneConfig(max_episode_steps=20))
-    requests = [EpisodeRequest(seed=s, beta=0.5) for s in (3, 4, 5)]
+    requests = [EpisodeRequest(seed=s, actor=Mixture(0.5)) for s in (3, 4, 5)]
     with RolloutPool(env, 1) as pool:  # one worker: the episodes run one after the other in the same slot
         recs = pool.run(requests, policy, GroundTruthMasks(), progress=False)
     for rec in recs:
@@ -73,15 +74,15 @@ def test_runtime_memory_is_the_training_memory_and_starts_fresh_each_episode() -
 def test_dropout_blanks_the_drawn_steps_and_the_observable_expert_labels_them_unseen() -> None:
     from grasp_s2r.expert.fsm import Phase
     from grasp_s2r.runtime.conditions import CONDITIONS
-    from grasp_s2r.runtime.pool import _blanked_steps
+    from grasp_s2r.runtime.pool import dropout_steps
 
     cond = dataclasses.replace(CONDITIONS["dropout"], backgrounds="")
-    requests = [EpisodeRequest(seed=s, beta=1.0, condition=cond) for s in (7, 8, 9)]
+    requests = [EpisodeRequest(seed=s, actor=EXPERT, condition=cond) for s in (7, 8, 9)]
     for observable in (False, True):
         with RolloutPool(EnvConfig(), 1, observable_expert=observable) as pool:
             recs = pool.run(requests, None, GroundTruthMasks(), progress=False)
         for req, rec in zip(requests, recs, strict=True):
-            a, blanked = rec.arrays, _blanked_steps(req)
+            a, blanked = rec.arrays, dropout_steps(req)
             assert 3 <= len(blanked) <= 10 and min(blanked) in range(2, 6)
             for t in range(rec.length):
                 if t in blanked:

@@ -7,11 +7,12 @@ import pytest
 import torch
 
 from grasp_s2r.control.dagger import beta_for_round
+from grasp_s2r.control.mixing import Mixture, mix_actions
 from grasp_s2r.control.policy import Policy, PolicyConfig
 from grasp_s2r.expert.fsm import Expert
 from grasp_s2r.runtime.masks import GroundTruthMasks
 from grasp_s2r.runtime.pool import RolloutPool
-from grasp_s2r.runtime.records import EpisodeRequest, mix_actions
+from grasp_s2r.runtime.records import EXPERT, EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig, SceneConfig
 from grasp_s2r.sim.env import GraspEnv
 
@@ -58,7 +59,7 @@ def rollouts():
     torch.manual_seed(0)
     policy = Policy(PolicyConfig(), "cpu")
     with RolloutPool(SHORT, 2) as pool:
-        out = {beta: pool.run([EpisodeRequest(seed=s, beta=beta) for s in (3, 4, 5)], policy, GroundTruthMasks(),
+        out = {beta: pool.run([EpisodeRequest(seed=s, actor=Mixture(beta)) for s in (3, 4, 5)], policy, GroundTruthMasks(),
                               progress=False) for beta in (0.0, 1.0, 0.5)}
     return out
 
@@ -110,7 +111,7 @@ class ConstantPolicy:
 
 
 def test_learner_rollouts_stop_after_the_allowed_blind_steps():
-    requests = [EpisodeRequest(seed=s, beta=0.0) for s in (1, 2)]
+    requests = [EpisodeRequest(seed=s) for s in (1, 2)]
     env = EnvConfig(scene=SceneConfig(max_episode_steps=40))
     with RolloutPool(env, 2) as pool:
         full = pool.run(requests, ConstantPolicy(), GroundTruthMasks(), progress=False)
@@ -138,9 +139,9 @@ def test_blind_start_blanks_only_the_controllers_first_masks():
     # GIVEN the same episodes with and without 4 blind first steps, WHEN the expert drives them (beta 0.5)
     policy = RecordingPolicy()
     with RolloutPool(SHORT, 1) as pool:
-        plain = pool.run([EpisodeRequest(seed=7, beta=0.5)], policy, GroundTruthMasks(), progress=False)[0]
-        blind = pool.run([EpisodeRequest(seed=7, beta=0.5, blind_start_steps=4)], policy, GroundTruthMasks(),
-                         progress=False)[0]
+        plain = pool.run([EpisodeRequest(seed=7, actor=Mixture(0.5))], policy, GroundTruthMasks(), progress=False)[0]
+        blind = pool.run([EpisodeRequest(seed=7, actor=Mixture(0.5, blind_start_prob=1.0, blind_start_steps=(4, 4)))],
+                         policy, GroundTruthMasks(), progress=False)[0]
     # THEN the controller saw (and the dataset stores) empty masks for exactly the first 4 steps; the camera's
     # ground truth, the expert's labels and what was executed are unchanged
     gt = blind.arrays["sphere_mask"]
@@ -161,5 +162,5 @@ def test_a_failing_worker_raises_its_own_exception_in_the_main_process(tmp_path)
 
     bad = Condition(name="bad", backgrounds=str(tmp_path / "no-such-photos"))
     with RolloutPool(SHORT, 1) as pool, pytest.raises(FileNotFoundError, match="no-such-photos") as e:
-        pool.run([EpisodeRequest(seed=1, beta=1.0, condition=bad)], None, GroundTruthMasks(), progress=False)
+        pool.run([EpisodeRequest(seed=1, actor=EXPERT, condition=bad)], None, GroundTruthMasks(), progress=False)
     assert isinstance(e.value.__cause__, WorkerError) and "Traceback" in str(e.value.__cause__)

@@ -20,7 +20,7 @@ from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
 from grasp_s2r.runtime.backend import BackendConfig, open_runner
 from grasp_s2r.runtime.masks import GroundTruthMasks
 from grasp_s2r.runtime.pool import RolloutPool
-from grasp_s2r.runtime.records import EpisodeRequest
+from grasp_s2r.runtime.records import EXPERT, EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig, SceneConfig
 
 ray = pytest.importorskip("ray")
@@ -57,7 +57,7 @@ def test_collect_same_bytes_local_1_local_2_ray_2(tmp_path: Path, ray_runtime) -
 
 
 def test_killed_actor_reruns_its_episodes_elsewhere(ray_runtime) -> None:
-    requests = [EpisodeRequest(seed=100 + i, beta=1.0) for i in range(16)]
+    requests = [EpisodeRequest(seed=100 + i, actor=EXPERT) for i in range(16)]
     with RolloutPool(SHORT, 1) as pool:
         reference = pool.run(requests, None, GroundTruthMasks(), progress=False)
     seen: list[int] = []

@@ -294,7 +294,7 @@ class DaggerTrainer:
     def success(self, policy: Policy, desc: str) -> tuple[int, int]:
         """Successes of ``policy`` alone (beta = 0) on the run's evaluation episodes, and their number."""
         conds = self.eval_conditions
-        requests = [EpisodeRequest(seed=seeds.DAGGER_EVAL_BASE + i, beta=0.0, condition=conds[i % len(conds)])
+        requests = [EpisodeRequest(seed=seeds.DAGGER_EVAL_BASE + i, condition=conds[i % len(conds)])
                     for i in range(self.cfg.eval_episodes)]
         recs = self.runner.run(requests, policy, self.masks, record=lambda i: False, progress=self.progress,
                                desc=desc)

@@ -115,7 +115,7 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     with open_runner(cfg.backend, env_config, cfg.workers, torch_threads=cfg.torch_threads) as pool:
         for name in cfg.conditions:
             cond = resolve_condition(name, cfg.backgrounds or None)
-            requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, beta=0.0, condition=cond)
+            requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, condition=cond)
                         for i in range(cfg.episodes)]
             t0 = time.perf_counter()
             recs = pool.run(requests, policy, masks, record=lambda i: out is not None and i < cfg.media_episodes,

@@ -13,14 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from grasp_s2r.control.mixing import Mixture
 from grasp_s2r.runtime.conditions import CONDITIONS, Condition
 from grasp_s2r.runtime.records import EpisodeRequest
 
 if TYPE_CHECKING:
     from grasp_s2r.control.dagger import DaggerConfig
 
-PUSH_STREAM, BLIND_STREAM, OUT_OF_VIEW_STREAM, TABLE_PHOTO_STREAM, DROPOUT_STREAM = 3, 4, 6, 7, 8
-"""Random streams of a training episode: ``default_rng([seed, stream])``."""
+PUSH_STREAM, OUT_OF_VIEW_STREAM, TABLE_PHOTO_STREAM, DROPOUT_STREAM = 3, 6, 7, 8
+"""Random streams of a training episode's condition: ``default_rng([seed, stream])`` (its mixture's: ``mixing``)."""
 
 
 class TrainingEpisodes:
@@ -31,7 +32,8 @@ class TrainingEpisodes:
         self.condition = Condition(name="dagger-train", backgrounds=cfg.backgrounds, description="training episode")
 
     def request(self, seed: int, beta: float) -> EpisodeRequest:
-        """Episode ``seed`` with the expert's action executed with probability ``beta`` at each step."""
+        """Episode ``seed`` played by DAgger's mixture (:class:`~grasp_s2r.control.mixing.Mixture`): the expert's
+        action executed with probability ``beta`` at each step, a blind start with ``blind_start_prob``."""
         cfg = self.cfg
         rng = np.random.default_rng([seed, PUSH_STREAM])
         condition = self.condition
@@ -49,10 +51,8 @@ class TrainingEpisodes:
             extra["dropout_steps"] = CONDITIONS["dropout"].dropout_steps
         if extra:
             condition = dataclasses.replace(condition, **extra)
-        blind = np.random.default_rng([seed, BLIND_STREAM])
-        lo, hi = cfg.blind_start_steps
-        n_blind = int(blind.integers(lo, hi + 1)) if blind.random() < cfg.blind_start_prob else 0
-        return EpisodeRequest(seed=seed, beta=beta, condition=condition, blind_start_steps=n_blind)
+        mixture = Mixture(beta, cfg.blind_start_prob, cfg.blind_start_steps)  # the blind start is drawn from the seed
+        return EpisodeRequest(seed=seed, condition=condition, actor=mixture)
 
     @staticmethod
     def _draw(seed: int, stream: int) -> float:

@@ -4,8 +4,8 @@ Each worker process (:mod:`~grasp_s2r.runtime.worker`) owns one :class:`GraspEnv
 created inside the process; the "spawn" start method, never fork) and the FSM expert. Per control step every worker
 sends its observation (RGB, ground-truth mask, proprio) and the expert's label, computed there from
 privileged state. The main process batches the observations of all active workers into one
-segmenter call and one controller call on the device, mixes learner and expert actions with
-probability β (the expert's), and sends each worker the action to execute.
+segmenter call and one controller call on the device, asks each episode's actor (the learner, the expert, or
+DAgger's mixture: ``runtime.records.Actor``) which action to execute, and sends it to the worker.
 
 This is the package's one episode loop: ``collect`` (expert only), ``grasp-s2r dagger`` (data, per-round
 evaluation) and ``grasp-s2r eval`` run it, locally or inside a Ray actor. It does not import torch: workers start fast and stay small.
@@ -30,13 +30,11 @@ from grasp_s2r.interrupts import children_ignore_interrupts
 from grasp_s2r.runtime.masks import MaskSource
 from grasp_s2r.runtime.records import (
     DROPOUT_STREAM,
-    MIX_STREAM,
     STEP_DTYPES,
     STEP_KEYS,
     EpisodeRecord,
     EpisodeRequest,
     hand_over,
-    mix_actions,
 )
 from grasp_s2r.runtime.worker import WorkerError, worker_main
 from grasp_s2r.sim.config import EnvConfig
@@ -45,15 +43,15 @@ if TYPE_CHECKING:
     from grasp_s2r.control.policy import Policy
 
 
-def _blanked_steps(request: EpisodeRequest) -> frozenset[int]:
-    """Steps of an episode whose controller input mask is blanked (drawn from its seed: the same on every run)."""
-    steps = set(range(request.blind_start_steps))
+def dropout_steps(request: EpisodeRequest) -> frozenset[int]:
+    """Steps of an episode whose controller input mask the condition's dropout blanks (drawn from its seed: the same
+    on every run)."""
     lo, hi = request.condition.dropout_steps
-    if hi > 0:
-        rng = np.random.default_rng([request.seed, DROPOUT_STREAM])
-        start = int(rng.integers(request.condition.dropout_start_step[0], request.condition.dropout_start_step[1] + 1))
-        steps |= set(range(start, start + int(rng.integers(lo, hi + 1))))
-    return frozenset(steps)
+    if hi <= 0:
+        return frozenset()
+    rng = np.random.default_rng([request.seed, DROPOUT_STREAM])
+    start = int(rng.integers(request.condition.dropout_start_step[0], request.condition.dropout_start_step[1] + 1))
+    return frozenset(range(start, start + int(rng.integers(lo, hi + 1))))
 
 
 class _Active:
@@ -61,14 +59,15 @@ class _Active:
 
     def __init__(self, request: EpisodeRequest, index: int, record: bool):
         self.request, self.index, self.record = request, index, record
-        self.rng = np.random.default_rng([request.seed, MIX_STREAM])
+        self.actor = request.actor.episode(request.seed)
+        """Who acts at each step of this episode."""
         self.steps: dict[str, list[np.ndarray]] = {k: [] for k in STEP_KEYS}
         self.length = 0
         self.n_expert = 0
         self.blind_steps = 0
         """Consecutive steps with an empty controller input mask."""
-        self.blank_steps = _blanked_steps(request)
-        """Steps whose controller input mask is blank: the blind start, then the condition's dropout."""
+        self.dropout_steps = dropout_steps(request)
+        """Steps whose controller input mask the condition's dropout blanks."""
         self.memory = EpisodeMemory()
         """The controller's memory of this episode (read only by a controller with memory)."""
         self.params: dict[str, Any] = {}
@@ -150,8 +149,8 @@ class RolloutPool:
         ``max_blind_steps``: end an episode (as a failure, ``info["stopped_blind"]``) once the
         controller's input mask has been empty for more than this many consecutive steps.
         """
-        if policy is None and any(r.beta < 1 for r in requests):
-            raise ValueError("a policy is needed for episodes with beta < 1")
+        if policy is None and any(r.actor.queries_learner for r in requests):
+            raise ValueError("a policy is needed for episodes in which the learner acts")
         with_memory = reads_memory(policy)  # the memory is kept only for a controller that reads it
         queue = deque(enumerate(requests))
         active: dict[int, _Active] = {}
@@ -176,8 +175,9 @@ class RolloutPool:
             proprio = np.stack([obs[w]["proprio"] for w in ids])
             # the learner's step, the one GraspAgent runs (agent.learner_step): one batched segmenter call (if
             # predicted) and one controller call for all workers
-            blank = np.array([active[w].length in active[w].blank_steps for w in ids])
-            query = [j for j, w in enumerate(ids) if active[w].request.beta < 1]
+            blank = np.array([active[w].actor.blanks(active[w].length) or active[w].length in active[w].dropout_steps
+                              for w in ids])
+            query = [j for j, w in enumerate(ids) if active[w].request.actor.queries_learner]
             memory = np.stack([active[w].memory.features() for w in ids]) if with_memory else None
             step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query, memory=memory)
             input_masks, learner = step.masks, step.actions
@@ -191,18 +191,18 @@ class RolloutPool:
                 saw = bool(input_masks[j].any())
                 if "action_unseen" in o and not saw:  # observable expert: the label of a state without the sphere
                     o["action"], o["phase"] = o["action_unseen"], o["phase_unseen"]
-                lrn = None if ep.request.beta >= 1 else learner[j]
-                executed, from_expert = mix_actions(o["action"], lrn, ep.request.beta, ep.rng)
+                lrn = learner[j] if ep.request.actor.queries_learner else None
+                executed, from_expert = ep.actor.choose(o["action"], lrn)
                 if with_memory:
-                    ep.memory.update(input_masks[j], o["proprio"], executed[0])
+                    ep.memory.update(input_masks[j], o["proprio"], executed)
                 ep.length += 1
-                ep.n_expert += int(from_expert[0])
+                ep.n_expert += int(from_expert)
                 if ep.record:
                     step = {**o, "input_mask": input_masks[j], "learner_action": learner[j],
-                            "executed_action": executed[0], "from_expert": from_expert[0]}
+                            "executed_action": executed, "from_expert": from_expert}
                     for k in STEP_KEYS:
                         ep.steps[k].append(step[k])
-                self.conns[w].send(("step", executed[0], saw))
+                self.conns[w].send(("step", executed, saw))
             restarted = []
             for w in ids:
                 if w in stopped:
@@ -239,7 +239,7 @@ class RolloutPool:
     def _finish(ep: _Active, last: dict[str, Any]) -> EpisodeRecord:
         req = ep.request
         info = {
-            "seed": req.seed, "success": last["success"], "length": ep.length, "beta": req.beta,
+            "seed": req.seed, "success": last["success"], "length": ep.length, "beta": req.actor.expert_share,
             "condition": req.condition.name, "expert_steps": ep.n_expert, "params": ep.params,
             "events": last.get("events", []), "request_index": ep.index,
             "final_sphere_pos_world_m": last.get("final_sphere_pos_world_m"),

@@ -191,8 +191,8 @@ class RayRunner:
         progress: bool = True, desc: str = "rollout", max_blind_steps: int | None = None,
     ) -> list[EpisodeRecord]:
         """Same contract as :meth:`RolloutPool.run`."""
-        if policy is None and any(r.beta < 1 for r in requests):
-            raise ValueError("a policy is needed for episodes with beta < 1")
+        if policy is None and any(r.actor.queries_learner for r in requests):
+            raise ValueError("a policy is needed for episodes in which the learner acts")
         ray, n = self.ray, len(requests)
         models = self._ship(policy, masks)
         size = max(1, math.ceil(n / (SHARDS_PER_ACTOR * len(self.actors))))

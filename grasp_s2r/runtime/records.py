@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -14,26 +14,78 @@ from grasp_s2r.runtime.conditions import Condition
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, STATE_NAMES
 
-MIX_STREAM, HOOK_STREAM, DROPOUT_STREAM = 1, 2, 5
-"""Per-episode random streams: ``default_rng([seed, stream])`` (mixture coin; condition hooks; mask dropout)."""
+HOOK_STREAM, DROPOUT_STREAM = 2, 5
+"""Per-episode random streams: ``default_rng([seed, stream])`` (condition hooks; mask dropout). The actor's own
+streams are its own (DAgger's mixture: ``control.mixing``)."""
 
 
-def mix_actions(
-    expert: np.ndarray, learner: np.ndarray | None, beta: float, rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray]:
-    """DAgger's mixture policy for N states: each row is the expert's action with probability ``beta``.
+class EpisodeActor(Protocol):
+    """Who acts at each step of one episode (made by :meth:`Actor.episode`)."""
 
-    expert, learner: (N, 4); learner may be None only when ``beta >= 1``. Returns (executed (N, 4),
-    from_expert bool (N,)). beta = 1 executes only the expert, beta = 0 only the learner.
-    """
-    expert = np.asarray(expert, dtype=float).reshape(-1, ACTION_DIM)
-    from_expert = rng.random(len(expert)) < beta
-    if learner is None:
-        if not from_expert.all():
-            raise ValueError(f"a learner action is needed when beta < 1 (beta = {beta})")
-        return expert.copy(), from_expert
-    learner = np.asarray(learner, dtype=float).reshape(-1, ACTION_DIM)
-    return np.where(from_expert[:, None], expert, learner), from_expert
+    def blanks(self, step: int) -> bool:
+        """Whether the learner's input mask is blank at ``step`` (a simulated missed detection)."""
+        ...
+
+    def choose(self, expert: np.ndarray, learner: np.ndarray | None) -> tuple[np.ndarray, bool]:
+        """The action to execute (4,) and whether it is the expert's, from the expert's label (4,) and the learner's
+        action (4,) (None when :attr:`Actor.queries_learner` is False)."""
+        ...
+
+
+class Actor(Protocol):
+    """Who acts in an episode: the learner (:data:`LEARNER`), the expert (:data:`EXPERT`), or a mixture of both
+    (DAgger's, :class:`grasp_s2r.control.mixing.Mixture`). Picklable: requests travel to Ray actors."""
+
+    @property
+    def queries_learner(self) -> bool:
+        """Whether the learner's action is needed (its controller is run for this episode)."""
+        ...
+
+    @property
+    def expert_share(self) -> float:
+        """Probability that a step executes the expert's label (recorded as the episode's ``beta``)."""
+        ...
+
+    def episode(self, seed: int) -> EpisodeActor: ...
+
+
+@dataclass(frozen=True)
+class LearnerActs:
+    """The learner's action is executed at every step (evaluation)."""
+
+    queries_learner: ClassVar[bool] = True
+    expert_share: ClassVar[float] = 0.0
+
+    def episode(self, seed: int) -> LearnerActs:
+        return self
+
+    def blanks(self, step: int) -> bool:
+        return False
+
+    def choose(self, expert: np.ndarray, learner: np.ndarray | None) -> tuple[np.ndarray, bool]:
+        if learner is None:
+            raise ValueError("the learner acts, but no learner action was given")
+        return np.asarray(learner, dtype=float).reshape(ACTION_DIM), False
+
+
+@dataclass(frozen=True)
+class ExpertActs:
+    """The expert's label is executed at every step (demonstrations: ``collect``)."""
+
+    queries_learner: ClassVar[bool] = False
+    expert_share: ClassVar[float] = 1.0
+
+    def episode(self, seed: int) -> ExpertActs:
+        return self
+
+    def blanks(self, step: int) -> bool:
+        return False
+
+    def choose(self, expert: np.ndarray, learner: np.ndarray | None) -> tuple[np.ndarray, bool]:
+        return np.asarray(expert, dtype=float).reshape(ACTION_DIM), True
+
+
+LEARNER, EXPERT = LearnerActs(), ExpertActs()
 
 
 @dataclass(frozen=True)
@@ -41,14 +93,11 @@ class EpisodeRequest:
     """One episode to run."""
 
     seed: int
-    """Episode seed: the env's randomization and both per-episode random streams derive from it."""
-    beta: float = 0.0
-    """Probability that the expert's action is executed at a step (1: expert only, 0: learner only)."""
+    """Episode seed: the env's randomization and the episode's random streams derive from it."""
     condition: Condition = field(default_factory=Condition)
     """Visual / dynamics condition applied in the worker."""
-    blind_start_steps: int = 0
-    """The controller's input mask is blank for this many first steps (a simulated missed detection, for
-    training); the expert, its labels and the recorded ground truth are unaffected."""
+    actor: Actor = LEARNER
+    """Who acts: the learner (default), the expert, or a mixture (:class:`Actor`)."""
 
 
 @dataclass
