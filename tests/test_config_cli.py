@@ -24,6 +24,7 @@ GENERATED = {
     "dagger": ("grasp_s2r.control.dagger.DaggerConfig", ["--out", "d"], {"out": "d"}),
     "eval": ("grasp_s2r.control.evaluate.PolicyEvalConfig", ["--policy", "p.pt"], {"policy": "p.pt"}),
     "pipeline": ("grasp_s2r.pipeline.PipelineConfig", [], {}),
+    "calibrate-vision": ("grasp_s2r.vision.calibrate.CalibrationConfig", ["--model", "m.pt"], {"model": "m.pt"}),
 }
 
 

@@ -9,6 +9,7 @@ the checkpoint (keys ``threshold`` and ``threshold_calibration``), where :class:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,25 @@ import numpy as np
 from grasp_s2r.vision.backgrounds import load_backgrounds
 from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.segmenter import Segmenter, read_checkpoint, write_checkpoint
+
+
+@dataclass(frozen=True)
+class CalibrationConfig:
+    """What ``grasp-s2r calibrate-vision`` does."""
+
+    model: str = ""
+    """The segmenter checkpoint to calibrate."""
+    out: str = ""
+    """Where the calibrated checkpoint is written ("" = in place, over ``model``)."""
+    n_images: int = 1000
+    """Validation composites on the training photos."""
+    seed: int = 0
+    """Seed of those composites."""
+    backgrounds: str = ""
+    """A folder of your own photos (its training split; "" = the embedded photos)."""
+    device: str = ""
+    """Torch device ("" = CUDA when present, else CPU)."""
+
 
 CALIBRATION_START = 100_000
 """First ``val``-stream item used for calibration (the training run validates on items 0..val_images-1)."""
@@ -60,7 +80,8 @@ def break_even_threshold(proba: np.ndarray, target: np.ndarray) -> tuple[float, 
     return float(thresholds[best]), float(precision[best]), float(recall[best])
 
 
-def calibrate_checkpoint(path: Path | str, *, n_images: int = 1000, seed: int = 0, data: DataConfig | None = None,
+def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.n_images,
+                         seed: int = CalibrationConfig.seed, data: DataConfig | None = None,
                          backgrounds_dir: Path | None = None, out: Path | str | None = None,
                          device: Any = None) -> dict[str, Any]:
     """Set the break-even threshold of the checkpoint at ``path`` (written to ``out``, default in place).

@@ -5,20 +5,30 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grasp_s2r.options import UsageError, non_negative_int, positive_int, torch_device
+from grasp_s2r.options import (
+    Option,
+    UsageError,
+    add_options,
+    config_from_options,
+    non_negative_int,
+    positive_int,
+    torch_device,
+)
+from grasp_s2r.vision.calibrate import CalibrationConfig
+
+OPTIONS = (
+    Option("--model", "segmenter checkpoint to calibrate", "model", required=True),
+    Option("--out", "write the calibrated checkpoint here", "out", show=lambda o: o or "rewrite --model in place"),
+    Option("--n-images", "validation composites on the training photos", "n_images", type=positive_int),
+    Option("--seed", "seed of the composites", "seed", type=non_negative_int),
+    Option("--backgrounds", "your own photos folder (its training split)", "backgrounds", metavar="DIR",
+           show=lambda b: b or "the embedded photos"),
+    Option("--device", "torch device", "device", type=torch_device, show=lambda d: d or "cuda when present, else cpu"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", type=Path, required=True, help="segmenter checkpoint to calibrate")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="write the calibrated checkpoint here (default: rewrite --model in place)")
-    parser.add_argument("--n-images", type=positive_int, default=1000,
-                        help="validation composites on the training photos (default: 1000)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the composites (default: 0)")
-    parser.add_argument("--backgrounds", type=Path, default=None,
-                        help="your own photos folder (its training split; default: embedded photos)")
-    parser.add_argument("--device", type=torch_device, default=None,
-                        help="torch device (default: cuda when present, else cpu)")
+    add_options(parser, CalibrationConfig, OPTIONS)
 
 
 def check_out(out: Path) -> None:
@@ -42,17 +52,19 @@ def run(args: argparse.Namespace) -> int:
     from grasp_s2r.vision.calibrate import calibrate_checkpoint
     from grasp_s2r.vision.segmenter import CheckpointError, read_checkpoint
 
-    if args.model.is_dir():
-        raise UsageError(f"--model {args.model} is a folder, not a checkpoint file (a training run's is RUN/model.pt)")
-    if args.out is not None:
-        check_out(args.out)
+    cfg = config_from_options(CalibrationConfig, args, OPTIONS)
+    model, out = Path(cfg.model), Path(cfg.out) if cfg.out else None
+    if model.is_dir():
+        raise UsageError(f"--model {model} is a folder, not a checkpoint file (a training run's is RUN/model.pt)")
+    if out is not None:
+        check_out(out)
     try:
-        before = float(read_checkpoint(args.model).get("threshold", 0.5))
-        cal = calibrate_checkpoint(args.model, n_images=args.n_images, seed=args.seed,
-                                   backgrounds_dir=args.backgrounds, out=args.out, device=args.device)
+        before = float(read_checkpoint(model).get("threshold", 0.5))
+        cal = calibrate_checkpoint(model, n_images=cfg.n_images, seed=cfg.seed, out=out, device=cfg.device or None,
+                                   backgrounds_dir=Path(cfg.backgrounds) if cfg.backgrounds else None)
     except (CheckpointError, BackgroundError, ValueError) as e:
         raise UsageError(str(e)) from None
     print(f"calibrate-vision: threshold {before:.3f} -> {cal['threshold']:.3f} (break-even on {cal['n_images']} "
           f"validation composites of the training photos: precision {cal['precision']:.3f}, recall "
-          f"{cal['recall']:.3f}); wrote {args.out or args.model}")
+          f"{cal['recall']:.3f}); wrote {out or model}")
     return 0
