@@ -28,6 +28,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "scaling": r.scaling_table,
     "deploy_latency": r.deploy_latency_table,
     "vision_suites": r.vision_suites_table,
+    "pipeline": r.pipeline_table,
     **{name: functools.partial(r.transcribed_table, name) for name in r.TRANSCRIBED},
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""

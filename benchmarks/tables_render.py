@@ -282,6 +282,23 @@ def vision_suites_table(d: Path) -> str:
             f"{lat['predict_p90_ms']:.2f} ms p90. " + provenance("bench_vision", res))
 
 
+def pipeline_table(d: Path) -> str:
+    """``grasp-s2r pipeline`` on the small default: stage times, its segmenter on every suite, its controller end to
+    end."""
+    res = load("bench_pipeline", d)
+    if res is None:
+        return not_measured("bench_pipeline")
+    f = res["figures"]
+    stages = ", ".join(f"{stage} {s / 60:.1f} min" for stage, s in f["seconds"].items())
+    rows = [("time (2 CPU cores)", f"{f['minutes']:.1f} min: {stages}")]
+    rows += [(f"segmenter, `{suite}` suite ({f['config']['vision_eval_images']} images): precision / recall / found / "
+              "false det.", f"{m['precision']:.3f} / {m['recall']:.3f} / {m['found_rate']:.3f} / "
+              f"{m['false_detection_rate']:.3f}") for suite, m in f["vision"].items()]
+    rows += [(f"controller end to end, `{name}` ({c['episodes']} episodes)", f"{rate_ci(c)} ({c['successes']}/"
+              f"{c['episodes']})") for name, c in f["eval"]["conditions"].items()]
+    return md_table(("figure", "value"), rows) + "\n\n" + provenance("bench_pipeline", res)
+
+
 def transcribed_table(name: str, d: Path) -> str:
     """A table copied from a recorded run: its cells as they were, then where they come from."""
     res = load(name, d)
