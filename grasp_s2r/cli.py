@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("grasp_s2r.control.cli_eval", "end-to-end success (RGB -> mask -> action) on named conditions"),
     "pipeline": ("grasp_s2r.pipeline", "collect -> train-vision -> dagger -> eval on the small default"),
     "export": ("grasp_s2r.export", "write a dataset or DAgger run as a LeRobotDataset or robomimic HDF5 file"),
+    "upgrade": ("grasp_s2r.data.upgrade", "write a dataset of an older grasp_s2r in the current layout"),
 }
 
 

@@ -169,3 +169,39 @@ def test_a_dataset_of_another_layout_is_refused_not_extended(tmp_path):
     r = cli("collect", "--episodes", "2", "--out", str(root))
     assert r.returncode == 2 and "another layout" in r.stderr and "input_mask" in r.stderr
     assert finished_indices(root) == [0]
+
+
+def test_an_old_layout_dataset_is_upgraded_to_what_collect_writes_today(tmp_path):
+    """GIVEN demonstrations as an older grasp_s2r wrote them (no input_mask, learner / executed actions) WHEN
+    `grasp-s2r upgrade` converts them THEN the result is byte for byte what `collect` writes today, the old folder is
+    untouched, and the refusals name the command."""
+    import shutil
+
+    from grasp_s2r.data.upgrade import ADDED
+
+    today, old, new = tmp_path / "today", tmp_path / "old", tmp_path / "new"
+    collect(CollectConfig(out=str(today), episodes=3, workers=2), progress=False)
+    shutil.copytree(today, old)
+    meta = json.loads((old / "meta.json").read_text())
+    meta["config"].pop("masks")
+    meta["features"] = {k: v for k, v in meta["features"].items() if k not in ADDED}
+    (old / "meta.json").write_text(json.dumps(meta))
+    for ep in old.glob("episode-*"):
+        for name in ADDED:
+            (ep / f"{name}.npy").unlink()
+        info = json.loads((ep / "info.json").read_text())
+        (ep / "info.json").write_text(json.dumps({k: v for k, v in info.items() if k not in ("beta", "condition")}))
+    before = {p.relative_to(old): p.read_bytes() for p in old.rglob("*") if p.is_file()}
+
+    refused = cli("collect", "--episodes", "3", "--out", str(old))
+    assert refused.returncode == 2 and f"grasp-s2r upgrade {old} --out NEW" in refused.stderr
+    r = cli("upgrade", str(old), "--out", str(new))
+    assert r.returncode == 0, r.stderr
+    assert {p.relative_to(old): p.read_bytes() for p in old.rglob("*") if p.is_file()} == before
+    for ep in EpisodeDataset(today):
+        name = ep.path.name
+        for f in sorted((today / name).iterdir()):
+            assert (new / name / f.name).read_bytes() == f.read_bytes(), (name, f.name)
+    assert EpisodeDataset(new).meta["config"] == EpisodeDataset(today).meta["config"]
+    again = cli("upgrade", str(new), "--out", str(tmp_path / "x"))
+    assert again.returncode == 2 and "already has the current layout" in again.stderr

@@ -430,6 +430,14 @@ CASES = [
     ("export {ds} --format robomimic --out {txt}", "is not an earlier robomimic export"),
     ("export {ds} --format robomimic --out {ds}", "is not an earlier robomimic export"),
     ("export {ds} --format lerobot --out /proc/grasp-s2r-test", "cannot use /proc/"),
+    # --- upgrade
+    ("upgrade --out new", "the following arguments are required: DATASET"),
+    ("upgrade {ds}", "the following arguments are required: --out"),
+    ("upgrade missing --out new", "missing is not a grasp_s2r dataset"),
+    ("upgrade {txt} --out new", "is not a grasp_s2r dataset"),
+    ("upgrade {emptydir} --out new", "is not a grasp_s2r dataset"),
+    ("upgrade {ds} --out new", "already has the current layout: nothing to upgrade"),
+    ("upgrade {dg} --out new", "is not a grasp_s2r dataset"),
 ]
 
 

@@ -217,7 +217,7 @@ def check_demos(cfg: DaggerConfig) -> EpisodeDataset:
     missing = sorted(set(STEP_KEYS) - set(demos.meta.get("features", {})))
     if missing:
         raise ValueError(f"--demos {cfg.demos} were collected by an older grasp_s2r (no {', '.join(missing)}): "
-                         "collect them again ('grasp-s2r collect --controller-scene ...')")
+                         f"'grasp-s2r upgrade {cfg.demos} --out NEW' writes them in the current layout")
     theirs = demos.meta.get("config", {})
     mine = json.loads(json.dumps(cfg.env.to_dict()))
     if theirs.get("env") != mine:

@@ -72,9 +72,11 @@ def init_dataset(root: Path, config: dict[str, Any], features: dict[str, Any], k
         old_layout = {k: (f["dtype"], f["shape"]) for k, f in old.get("features", {}).items()}
         if layout != old_layout:
             differ = sorted(set(layout) ^ set(old_layout)) or sorted(k for k in layout if layout[k] != old_layout[k])
+            hint = (f"; 'grasp-s2r upgrade {root} --out NEW' writes it in the current one" if kind ==
+                    "expert-demonstrations" else "")
             raise DatasetError(f"{root} holds episodes of another layout (written by grasp_s2r "
                                f"{old.get('package_version', '?')}; differs in {', '.join(differ)}): use a new --out "
-                               "folder")
+                               f"folder{hint}")
         check_same(old["config"], json.loads(json.dumps(config)), f"{root} was made", "use a new --out folder",
                    error=DatasetError)
         return old
