@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import tables_prose as prose
 import tables_render as r
 from results_io import REPO, RESULTS_DIR
 
@@ -29,6 +30,14 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "deploy_latency": r.deploy_latency_table,
     "vision_suites": r.vision_suites_table,
     "pipeline": r.pipeline_table,
+    "eval_vision_example": prose.eval_vision_example,
+    "eval_vision_suites_example": prose.eval_vision_suites_example,
+    "vision_composition": prose.vision_composition,
+    "vision_false_detections": prose.vision_false_detections,
+    "compare_memory_reading": prose.compare_memory_reading,
+    "blind_start_differences": prose.blind_start_differences,
+    "gpu_inference_per_frame": prose.gpu_inference_per_frame,
+    "gpu_dagger_ratios": prose.gpu_dagger_ratios,
     **{name: functools.partial(r.transcribed_table, name) for name in r.TRANSCRIBED},
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""

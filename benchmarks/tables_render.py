@@ -16,7 +16,9 @@ from results_io import load_results
 from grasp_s2r.stats import format_rate
 
 TRANSCRIBED = ("gpu_training", "gpu_inference", "gpu_dagger", "scene_physics_issue16", "vision_network_choice",
-               "dagger_vs_bc", "dagger_curve_default", "dagger_curve_no_pushes", "blind_start")
+               "dagger_vs_bc", "dagger_curve_default", "dagger_curve_no_pushes", "blind_start", "expert_search",
+               "expert_checks", "dagger_notes", "pipeline_lost_sphere", "vision_training", "scene_physics_checks",
+               "agent_pipeline_loop")
 """Tables whose figures were copied from a recorded run (their JSON's ``source`` says which); rendered cell for cell."""
 COMMANDS = {
     "bench_expert": "python benchmarks/bench_expert.py --episodes 500",
@@ -36,6 +38,14 @@ def load(name: str, d: Path) -> dict[str, Any] | None:
     when it is missing."""
     path = d / f"{name}.json"
     return load_results(path) if path.is_file() else None
+
+
+def load_transcribed(name: str, d: Path) -> dict[str, Any]:
+    """A transcribed file (figures of a recorded run); missing, it stops the rendering: it cannot be re-run."""
+    res = load(name, d)
+    if res is None:
+        raise SystemExit(f"tables: benchmarks/results/{name}.json is missing (a transcribed table cannot be re-run)")
+    return res
 
 
 def command(name: str, res: dict[str, Any] | None) -> str:
@@ -301,9 +311,7 @@ def pipeline_table(d: Path) -> str:
 
 def transcribed_table(name: str, d: Path) -> str:
     """A table copied from a recorded run: its cells as they were, then where they come from."""
-    res = load(name, d)
-    if res is None:
-        raise SystemExit(f"tables: benchmarks/results/{name}.json is missing (a transcribed table cannot be re-run)")
+    res = load_transcribed(name, d)
     f = res["figures"]
     source = res["source"][0].upper() + res["source"][1:]
     return (md_table(f["columns"], f["rows"]) + f"\n\n*{source}.* Command: `{res['command']}`; machine: "

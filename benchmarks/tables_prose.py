@@ -1,0 +1,150 @@
+"""Renderers of ``tables.py`` for figures the docs give in sentences (or example output), not tables.
+
+Each takes the results folder and returns markdown without surrounding newlines, from ``benchmarks/results/*.json``
+only: measured files with :func:`tables_render.provenance`, transcribed ones (a ``source``) naming their file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from tables_render import load, load_transcribed, not_measured, provenance
+
+from grasp_s2r.stats import format_difference
+from grasp_s2r.vision.metrics import format_suite_table, format_table
+
+EVAL_VISION_TITLE = ("eval-vision: .../grasp_s2r/weights/segmenter_64px.pt (threshold {threshold:.3f}) on {n} images "
+                     "of suite composites (held-out photos + pasted sim sphere, with the training augmentation), "
+                     "heldout split, seed {seed}")
+"""What ``grasp-s2r eval-vision`` prints above its table (the package path shortened)."""
+
+
+def _from_transcribed(name: str) -> str:
+    return f"Computed from the transcribed `benchmarks/results/{name}.json` (the table above)."
+
+
+def _row(res: dict[str, Any], first_cell: str) -> list[str]:
+    """The row of a transcribed table whose first cell starts with ``first_cell``."""
+    return next(r for r in res["figures"]["rows"] if r[0].startswith(first_cell))
+
+
+def _counts(cell: str) -> tuple[int, int]:
+    """``(195, 200)`` from ``97.5 % (195/200)``."""
+    m = re.search(r"\((\d+)/(\d+)\)", cell)
+    if m is None:
+        raise ValueError(f"no (k/n) in {cell!r}")
+    return int(m[1]), int(m[2])
+
+
+# --- docs/vision.md -------------------------------------------------------------------------------------------------
+
+def _seed_metrics(res: dict[str, Any], seed: str) -> dict[str, dict[str, Any]]:
+    return {suite: m["per_seed"][seed] for suite, m in res["figures"]["metrics"].items() if seed in m["per_seed"]}
+
+
+def eval_vision_example(d: Path) -> str:
+    """``grasp-s2r eval-vision``'s output on the default suite: seed 1 of bench_vision (the same evaluation)."""
+    res = load("bench_vision", d)
+    if res is None:
+        return not_measured("bench_vision")
+    seed = str(res["figures"]["seeds"][0])
+    m = _seed_metrics(res, seed)["composites"]
+    title = EVAL_VISION_TITLE.format(threshold=res["figures"]["threshold"], n=m["images"], seed=seed)
+    out = ["```", "$ grasp-s2r eval-vision --save-overlays", format_table(m, title),
+           "eval-vision: wrote runs/eval-vision/metrics.json",
+           "eval-vision: wrote runs/eval-vision/overlays.png (TP green, FP red, FN blue; images with errors first)",
+           "```"]
+    return "\n".join(out) + (f"\n\nThe figures are seed {seed} of the benchmark below (the same evaluation, "
+                             "`evaluate_segmenter`). " + provenance("bench_vision", res))
+
+
+def eval_vision_suites_example(d: Path) -> str:
+    """``grasp-s2r eval-vision --suite all``'s table: seed 1 of bench_vision; latency left to *Measured figures*."""
+    res = load("bench_vision", d)
+    if res is None:
+        return not_measured("bench_vision")
+    seed = str(res["figures"]["seeds"][0])
+    rows = _seed_metrics(res, seed)
+    n = next(iter(rows.values()))["images"]
+    title = (f"eval-vision: .../segmenter_64px.pt (threshold {res['figures']['threshold']:.3f}), {n} images per suite, "
+             f"heldout split, seed {seed}; latency: batch 1, 1 CPU thread")
+    table = re.sub(r" {8}-$", "      ...", format_suite_table(rows, title), flags=re.MULTILINE)
+    return (f"```\n$ grasp-s2r eval-vision --suite all --n-images {n}\n{table}\n```\n\nSeed {seed} of "
+            "`benchmarks/results/bench_vision.json`; the latency is in *Measured figures*.")
+
+
+def vision_composition(d: Path) -> str:
+    res = load("bench_vision", d)
+    if res is None:
+        return "Composition speed: " + not_measured("bench_vision") + "."
+    c = res["figures"]["composition"]
+    return (f"One training item (render amortized over 4 items, background, paste, augment) on one core: "
+            f"{c['recipe_items_per_s']:.0f} items/s with the recipe, {c['photos_only_items_per_s']:.0f}/s photos "
+            f"only. " + provenance("bench_vision", res))
+
+
+def vision_false_detections(d: Path) -> str:
+    """False detections on sphere-free images: held-out photos (bench_vision) against the val split (transcribed)."""
+    val = _row(load_transcribed("vision_training", d), "false detections")[1]
+    res = load("bench_vision", d)
+    held = (f"{res['figures']['metrics']['composites']['pooled']['false_detection_rate']:.3f} on `composites` "
+            "(`bench_vision.json`)") if res else not_measured("bench_vision")
+    return (f"The held-out photos raise false detections on sphere-free images: {held} against {val} on the "
+            "training photos' val split (transcribed: `benchmarks/results/vision_training.json`).")
+
+
+# --- docs/control.md ------------------------------------------------------------------------------------------------
+
+def compare_memory_reading(d: Path) -> str:
+    """The differences the reading of the memory comparison rests on, with Newcombe's 95 % intervals."""
+    res = load("compare_memory", d)
+    if res is None:
+        return not_measured("compare_memory")
+    arms = res["figures"]["arms"]
+
+    def diff(arm1: str, key1: str, arm2: str, key2: str) -> str:
+        a, b = arms[arm1]["success"][key1], arms[arm2]["success"][key2]
+        return format_difference(a["successes"], a["episodes"], b["successes"], b["episodes"])
+
+    conditions = list(dict.fromkeys(k.split("/", 1)[1] for k in arms["memory"]["success"]))
+    memory = "; ".join(f"`{c}` {diff('memory', f'dagger/{c}', 'memoryless', f'dagger/{c}')}" for c in conditions)
+    learner = "; ".join(f"`{c}` {diff(arm, f'dagger/{c}', arm, f'bc/{c}')} ({arm})" for c in conditions
+                        for arm in arms)
+    return (f"- Memory − memoryless, DAgger: {memory}.\n- DAgger − BC at the same labels: {learner}.\n\n"
+            f"Computed from `benchmarks/results/compare_memory.json` (the table above).")
+
+
+def blind_start_differences(d: Path) -> str:
+    res = load_transcribed("blind_start", d)
+    on, off = res["figures"]["columns"][1:3]
+    parts = []
+    for row in res["figures"]["rows"]:
+        (k1, n1), (k2, n2) = _counts(row[1]), _counts(row[2])
+        parts.append(f"{row[0]} {format_difference(k1, n1, k2, n2)}")
+    return f"{on} − {off}: " + "; ".join(parts) + ". " + _from_transcribed("blind_start")
+
+
+# --- docs/gpu.md ----------------------------------------------------------------------------------------------------
+
+def gpu_inference_per_frame(d: Path) -> str:
+    res = load_transcribed("gpu_inference", d)
+    cols = res["figures"]["columns"]
+    batch, cells = max(((int(r[0]), r) for r in res["figures"]["rows"] if int(r[0]) <= 256), key=lambda x: x[0])
+    gpu = float(cells[cols.index("segmenter, CUDA")]) / batch
+    cpu = float(cells[cols.index("segmenter, 16 CPU threads")]) / batch
+    return (f"Per frame the GPU segmenter is {gpu:.3f} ms at batch {batch} against {cpu:.2f} ms on 16 CPU threads "
+            f"({cpu / gpu:.0f}×). " + _from_transcribed("gpu_inference"))
+
+
+def gpu_dagger_ratios(d: Path) -> str:
+    res = load_transcribed("gpu_dagger", d)
+    steps = _row(res, "labelled env-steps/s")
+    w16, w2 = float(steps[1]), float(steps[2])
+    cpu = [float(x) for x in steps[3].split("-")]
+    split = [float(x) for x in _row(res, "round 1 time split")[1].rstrip(" s").split("/")]
+    return (f"16 workers give {w16 / w2:.1f}× the labelled env-steps/s of 2 on the same machine and "
+            f"≈ {w16 / max(cpu):.1f}-{w16 / min(cpu):.1f}× the 2-core CPU machine's; in round 1 at 16 workers "
+            f"training takes {split[1]:.1f} s of {sum(split):.1f}. " + _from_transcribed("gpu_dagger"))
+
