@@ -301,11 +301,12 @@ def pipeline_table(d: Path) -> str:
     f = res["figures"]
     stages = ", ".join(f"{stage} {s / 60:.1f} min" for stage, s in f["seconds"].items())
     rows = [("time (2 CPU cores)", f"{f['minutes']:.1f} min: {stages}")]
-    rows += [(f"segmenter, `{suite}` suite ({f['config']['vision_eval_images']} images): precision / recall / found / "
-              "false det.", f"{m['precision']:.3f} / {m['recall']:.3f} / {m['found_rate']:.3f} / "
-              f"{m['false_detection_rate']:.3f}") for suite, m in f["vision"].items()]
-    rows += [(f"controller end to end, `{name}` ({c['episodes']} episodes)", f"{rate_ci(c)} ({c['successes']}/"
-              f"{c['episodes']})") for name, c in f["eval"]["conditions"].items()]
+    size = f["config"]["vision_eval_images"]
+    rows += [(f"segmenter, `{suite}` suite ({size} images): precision / recall / found / false det.",
+              " / ".join(f"{m[k]:.3f}" for k in ("precision", "recall", "found_rate", "false_detection_rate")))
+             for suite, m in f["vision"].items()]
+    rows += [(f"controller end to end, `{name}` ({c['episodes']} episodes)",
+              f"{rate_ci(c)} ({c['successes']}/{c['episodes']})") for name, c in f["eval"]["conditions"].items()]
     return md_table(("figure", "value"), rows) + "\n\n" + provenance("bench_pipeline", res)
 
 
