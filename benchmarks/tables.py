@@ -38,6 +38,8 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "blind_start_differences": prose.blind_start_differences,
     "gpu_inference_per_frame": prose.gpu_inference_per_frame,
     "gpu_dagger_ratios": prose.gpu_dagger_ratios,
+    "expert_search": prose.expert_search_table,
+    "pipeline_recipe": prose.pipeline_recipe_table,
     **{name: functools.partial(r.transcribed_table, name) for name in r.TRANSCRIBED},
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""

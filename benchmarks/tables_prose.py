@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tables_render import load, load_transcribed, not_measured, provenance
+from tables_render import load, load_transcribed, md_table, not_measured, provenance
 
-from grasp_s2r.stats import format_difference
+from grasp_s2r.stats import format_difference, format_rate
 from grasp_s2r.vision.metrics import format_suite_table, format_table
 
 EVAL_VISION_TITLE = ("eval-vision: .../grasp_s2r/weights/segmenter_64px.pt (threshold {threshold:.3f}) on {n} images "
@@ -148,3 +148,45 @@ def gpu_dagger_ratios(d: Path) -> str:
             f"≈ {w16 / max(cpu):.1f}-{w16 / min(cpu):.1f}× the 2-core CPU machine's; in round 1 at 16 workers "
             f"training takes {split[1]:.1f} s of {sum(split):.1f}. " + _from_transcribed("gpu_dagger"))
 
+
+
+SEARCH_SCENARIOS = {"nominal": "`nominal`", "teleport": "`teleport`: sphere moved out of view mid-approach",
+                    "start-out-of-view": "`start-out-of-view`"}
+"""``bench_expert_search.py --scenario`` -> its row's label."""
+
+
+def expert_search_table(d: Path) -> str:
+    """The observable expert's success per scenario and what its searches cost (``bench_expert_search-*.json``)."""
+    runs = {s: load(f"bench_expert_search-{s}", d) for s in SEARCH_SCENARIOS}
+    if not all(runs.values()):
+        missing = ", ".join(f"--scenario {s}" for s, res in runs.items() if res is None)
+        return f"Not measured yet: run `python benchmarks/bench_expert_search.py` with {missing}."
+    rows, searched, first = [], 0, 0
+    for scenario, res in runs.items():
+        f = res["figures"]
+        steps = f"{f['mean_length']:.1f} steps an episode (max {f['max_length']})"
+        lost = f["out_of_view_steps"]
+        if scenario != "nominal" and lost:
+            steps += (f"; the sphere out of view in {f['moved']} of {f['episodes']}, for {sum(lost) / len(lost):.1f} "
+                      f"steps on average until seen again (max {max(lost)})")
+        rows.append((SEARCH_SCENARIOS[scenario], format_rate(f["successes"], f["episodes"]), steps))
+        searched, first = searched + f["searched"], first + f["found_at_first_waypoint"]
+    share = f"{first}/{searched} ({100 * first / searched:.0f} %)" if searched else "–"
+    rows.append(("searches that found the sphere while rising or heading for the spiral's first point", share, "–"))
+    table = md_table(("scenario (`--scenario`)", "success (95 % CI)", "steps"), rows)
+    return table + "\n\n" + " ".join(provenance(f"bench_expert_search-{s}", res) for s, res in runs.items())
+
+
+def pipeline_recipe_table(d: Path) -> str:
+    """The pipeline's DAgger recipe candidates on validation episodes of the training photos."""
+    res = load("pipeline_recipe", d)
+    if res is None:
+        return not_measured("pipeline_recipe")
+    rows = []
+    for name, r in res["figures"].items():
+        fields = ", ".join(f"`{k}={v}`" for k, v in r["fields"].items()) or "the pipeline's default"
+        rows.append((f"`{name}`: {fields}", *(format_rate(v["successes"], v["episodes"])
+                                               for v in r["validation"].values()), f"{r['dagger_minutes']:.1f} min"))
+    columns = ("recipe", *(f"`{c}` (validation)" for c in next(iter(res["figures"].values()))["validation"]),
+               "DAgger time")
+    return md_table(columns, rows) + "\n\n" + provenance("pipeline_recipe", res)

@@ -16,7 +16,7 @@ from results_io import load_results
 from grasp_s2r.stats import format_rate
 
 TRANSCRIBED = ("gpu_training", "gpu_inference", "gpu_dagger", "scene_physics_issue16", "vision_network_choice",
-               "dagger_vs_bc", "dagger_curve_default", "dagger_curve_no_pushes", "blind_start", "expert_search",
+               "dagger_vs_bc", "dagger_curve_default", "dagger_curve_no_pushes", "blind_start",
                "expert_checks", "dagger_notes", "pipeline_lost_sphere", "vision_training", "scene_physics_checks",
                "agent_pipeline_loop")
 """Tables whose figures were copied from a recorded run (their JSON's ``source`` says which); rendered cell for cell."""
@@ -29,6 +29,9 @@ COMMANDS = {
     "bench_scaling": "python benchmarks/bench_scaling.py",
     "real_robot_loop": "python examples/real_robot_loop.py --steps 0 --bench 500",
     "compare_memory": "python benchmarks/compare_memory.py",
+    "pipeline_recipe": "python benchmarks/pipeline_recipe.py --pipeline runs/bench-pipeline",
+    **{f"bench_expert_search-{s}": f"python benchmarks/bench_expert_search.py --scenario {s} --episodes {n}"
+       for s, n in (("nominal", 1000), ("teleport", 500), ("start-out-of-view", 500))},
 }
 """The command that measures each results file: named when the file is missing, or when it predates ``command``."""
 

@@ -45,6 +45,9 @@ class PipelineConfig:
     """Images per test suite for ``eval-vision``."""
     dagger_rounds: int = 5
     """DAgger rounds, round 0 included."""
+    dagger_table_photo_prob: float = 0.3
+    """Share of DAgger's training episodes with a training photo as the sim table's texture (chosen on validation
+    episodes of the training photos, ``benchmarks/pipeline_recipe.py``: docs/control.md)."""
     eval_episodes: int = 50
     """Episodes per condition of the end-to-end evaluation."""
     conditions: tuple[str, ...] = ("nominal", "heldout-backgrounds", "table-photo")
@@ -54,6 +57,10 @@ class PipelineConfig:
     """Worker processes for collection and rollouts."""
     seed: int = 0
     """Seed of every stage."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.dagger_table_photo_prob <= 1.0:
+            raise ValueError(f"dagger_table_photo_prob must be in [0, 1], got {self.dagger_table_photo_prob}")
 
 
 def _stage(name: str, index: int, total: int) -> float:
@@ -119,7 +126,8 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
 
     t = _stage("train the controller with DAgger over predicted masks", 4, total)
     d = run_dagger(DaggerConfig(out=str(out / "dagger"), rounds=cfg.dagger_rounds, demos=str(demos),
-                                vision_checkpoint=str(model), workers=cfg.workers, seed=cfg.seed))
+                                vision_checkpoint=str(model), workers=cfg.workers, seed=cfg.seed,
+                                table_photo_prob=cfg.dagger_table_photo_prob))
     seconds["dagger"] = time.perf_counter() - t
 
     t = _stage("evaluate end to end: wrist RGB -> mask -> controller -> action", 5, total)
@@ -153,6 +161,8 @@ OPTIONS = (
     Option("--backgrounds", "your own photos: the segmenter is fine-tuned on them and tested on their held-out ones",
            "backgrounds", metavar="DIR", show=lambda d: d or "the embedded photos"),
     Option("--dagger-rounds", "DAgger rounds, round 0 included", "dagger_rounds", type=positive_int),
+    Option("--dagger-table-photo-prob", "share of DAgger training episodes with a training photo as the table texture",
+           "dagger_table_photo_prob", type=float, metavar="P"),
     Option("--eval-episodes", "episodes per condition of the end-to-end evaluation", "eval_episodes",
            type=positive_int),
     Option("--workers", "worker processes for collection and rollouts", "workers", type=positive_int),

@@ -416,6 +416,8 @@ CASES = [
     ("pipeline --out {tv}", "holds a segmenter training run"),
     ("pipeline --out {foreign}", "holds files no grasp_s2r command wrote"),
     ("pipeline --out {txt}", "exists and is not a folder"),
+    ("pipeline --dagger-table-photo-prob nan --out new", "dagger_table_photo_prob must be in [0, 1], got nan"),
+    ("pipeline --dagger-table-photo-prob 1.5 --out new", "dagger_table_photo_prob must be in [0, 1], got 1.5"),
     ("pipeline --out /proc/grasp-s2r-test", "cannot use /proc/grasp-s2r-test"),
     # --- export
     ("export {ds} --out new", "the following arguments are required: --format"),

@@ -57,9 +57,9 @@ def test_trained_model_beats_untrained_on_heldout_composites(trained, tmp_path):
 
 
 def test_run_folder_artifacts(trained):
-    for name in ("config.json", "checkpoint-latest.pt", "model.pt", "curve.csv", "curve.png", "composites.png"):
+    for name in ("run.json", "checkpoint-latest.pt", "model.pt", "curve.csv", "curve.png", "composites.png"):
         assert (trained / name).is_file(), name
-    cfg = json.loads((trained / "config.json").read_text())
+    cfg = json.loads((trained / "run.json").read_text())["config"]
     assert cfg["format_version"] == 1 and cfg["train"]["steps"] == 120
     assert cfg["background_split"] == split_names()
     rows = _curve_rows(trained)
@@ -99,6 +99,22 @@ def test_resume_continues_and_guards(trained, capsys):
     assert Segmenter.load(trained / "model.pt").config["step"] == 130
 
 
+def test_a_run_made_before_run_json_still_resumes_through_its_checkpoint(trained, tmp_path, capsys):
+    """A run folder of an earlier grasp_s2r (its config only in checkpoint-latest.pt, no run.json) is checked against
+    the checkpoint's config, then gets its run.json."""
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(trained, old)
+    (old / "run.json").unlink()
+    other = [a if a != "8" else "6" for a in TINY]
+    assert main(["train-vision", "--out", str(old), "--steps", "130", "--resume", *other]) == 2
+    assert "width" in capsys.readouterr().err and not (old / "run.json").exists()
+    assert main(["train-vision", "--out", str(old), "--steps", "130", "--resume", *TINY]) == 0
+    record = json.loads((old / "run.json").read_text())
+    assert record["config"]["train"]["steps"] == 130 and "steps" not in record["identity"]
+
+
 def test_console_script_reports_missing_checkpoint(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "grasp_s2r.cli", "eval-vision", "--model", str(tmp_path / "no.pt")],
                           check=False, capture_output=True, text=True, timeout=120)
@@ -116,7 +132,7 @@ def test_init_starts_from_a_checkpoint_and_refuses_another_network(trained, tmp_
     a = dict(Segmenter.load(trained / "model.pt", device="cpu").model.named_parameters())
     b = dict(Segmenter.load(out / "model.pt", device="cpu").model.named_parameters())  # (BN statistics move)
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
-    assert json.loads((out / "config.json").read_text())["train"]["init_checkpoint"] == str(trained / "model.pt")
+    assert json.loads((out / "run.json").read_text())["config"]["train"]["init_checkpoint"] == str(trained / "model.pt")
     # a checkpoint of another width is refused with one line
     other = [a if a != "8" else "6" for a in TINY]
     assert main(["train-vision", "--out", str(tmp_path / "bad"), "--steps", "1", "--init", str(trained / "model.pt"),

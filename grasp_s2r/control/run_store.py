@@ -20,14 +20,12 @@ round and keeps the finished episodes of an interrupted one.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from grasp_s2r import __version__
-from grasp_s2r.configs import check_same
 from grasp_s2r.control.policy import read_policy_blob
 from grasp_s2r.files import atomic_write
+from grasp_s2r.run_record import RunRecord
 
 RUN_FORMAT = "grasp_s2r.dagger-run"
 RUN_FORMAT_VERSION = 1
@@ -43,17 +41,8 @@ class RunStore:
 
     def open(self, identity: dict[str, Any], config: dict[str, Any]) -> None:
         """Start the run (write ``run.json``), or check that the folder holds a run of this same ``identity``."""
-        path = self.out / "run.json"
-        if not path.is_file():
-            blob = {"format": RUN_FORMAT, "format_version": RUN_FORMAT_VERSION, "package_version": __version__,
-                    "identity": identity, "config": config}
-            atomic_write(path, json.dumps(blob, indent=2, sort_keys=True).encode())
-            return
-        old = json.loads(path.read_text())
-        if old.get("format") != RUN_FORMAT or old.get("format_version") != RUN_FORMAT_VERSION:
-            raise ValueError(f"{self.out} holds a run of format {old.get('format')} v{old.get('format_version')}, "
-                             f"this grasp_s2r writes {RUN_FORMAT} v{RUN_FORMAT_VERSION}; use a new --out folder")
-        check_same(old["identity"], identity, f"{self.out} holds a DAgger run", "use a new --out folder or the same options")
+        RunRecord(self.out, RUN_FORMAT, RUN_FORMAT_VERSION, "a DAgger run").open(
+            identity, config, hint="use a new --out folder or the same options")
 
     def round_dir(self, r: int) -> Path:
         return self.out / f"round-{r:03d}"

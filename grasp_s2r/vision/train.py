@@ -2,7 +2,8 @@
 
 Run folder layout::
 
-    OUT/config.json            SegmenterTrainConfig + DataConfig + EnvConfig + background split (format_version)
+    OUT/run.json               the run's identity (checked on --resume, ``grasp_s2r.run_record`` as DAgger's) and
+                               config: SegmenterTrainConfig + DataConfig + EnvConfig + background split
     OUT/checkpoint-latest.pt   weights + optimizer, written atomically every ``checkpoint_every`` steps
     OUT/model.pt               final weights (the file ``eval-vision --model`` and the controller load)
     OUT/curve.csv, curve.png   training loss and validation precision / recall / IoU per step
@@ -31,6 +32,7 @@ from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import save_composite_grid, save_training_curve
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
+from grasp_s2r.run_record import RunRecord
 from grasp_s2r.tblog import TBLogger
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.calibrate import calibrate_checkpoint
@@ -45,6 +47,7 @@ from grasp_s2r.vision.segmenter import (
     write_checkpoint,
 )
 
+VISION_RUN_FORMAT = "grasp_s2r.vision_run"
 RUN_FORMAT_VERSION = 1
 CURVE_FIELDS = ("step", "elapsed_s", "lr", "train_loss", "val_precision", "val_recall", "val_iou")
 
@@ -55,7 +58,7 @@ class TrainError(ValueError):
 
 @dataclass(frozen=True)
 class SegmenterTrainConfig:
-    """One ``train-vision`` run; saved in ``config.json`` and in every checkpoint."""
+    """One ``train-vision`` run; saved in ``run.json`` and in every checkpoint."""
 
     architecture: Architecture = "unet"
     """Network name (see ``model.ARCHITECTURES``)."""
@@ -176,16 +179,30 @@ def _write_curve_csv(history: list[dict[str, float]], path: Path) -> None:
 
 
 def _run_config(cfg: SegmenterTrainConfig, split: dict[str, list[str]]) -> dict[str, Any]:
-    return {"format": "grasp_s2r.vision_run", "format_version": RUN_FORMAT_VERSION, "train": cfg.to_dict(),
+    return {"format": VISION_RUN_FORMAT, "format_version": RUN_FORMAT_VERSION, "train": cfg.to_dict(),
             "env": env_config_for(cfg.image_size_px).to_dict(), "background_split": split}
 
 
+def _identity(run_cfg: dict[str, Any]) -> dict[str, Any]:
+    """What defines a vision run's results (``run.json``'s identity): its training config but the step count (which
+    may grow on resume), and the photos it trains on."""
+    return {**{k: v for k, v in run_cfg["train"].items() if k != "steps"}, "background_photos": run_cfg["background_split"]}
+
+
+def _run_record(out_dir: Path) -> RunRecord:
+    return RunRecord(out_dir, VISION_RUN_FORMAT, RUN_FORMAT_VERSION, "a segmenter training run", error=TrainError)
+
+
+RESUME_HINT = "use the original options or another --out"
+
+
 def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
+    """The resume check of runs made before ``run.json`` (their config is in ``checkpoint-latest.pt``)."""
     defaults = to_json(SegmenterTrainConfig())  # fields added since the run started take their defaults
     saved, new = json.loads(json.dumps(saved)), json.loads(json.dumps(new))
     check_same({**defaults, **saved["train"], "background_photos": saved["background_split"]},
                {**new["train"], "background_photos": new["background_split"]}, "--resume of a run made",
-               "use the original options or another --out", ignore=("steps",), error=TrainError)
+               RESUME_HINT, ignore=("steps",), error=TrainError)
 
 
 def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
@@ -242,6 +259,10 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     if resume and not latest.exists():
         raise TrainError(f"--resume: {latest} does not exist")
     out_dir.mkdir(parents=True, exist_ok=True)
+    record = _run_record(out_dir)
+    if not resume:  # a new run: the record of one that never reached its first checkpoint is replaced
+        record.path.unlink(missing_ok=True)
+        record.open(_identity(run_cfg), run_cfg, hint=RESUME_HINT)
 
     # make data: on-the-fly training stream, fixed validation set (training photos, other episode seeds)
     torch.manual_seed(cfg.seed)
@@ -265,7 +286,12 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
             ckpt = read_checkpoint(latest)
         except CheckpointError as e:
             raise TrainError(str(e)) from None
-        _check_resume(ckpt["config"], run_cfg)
+        if record.exists():
+            defaults = {k: v for k, v in to_json(SegmenterTrainConfig()).items() if k != "steps"}
+            record.open(_identity(run_cfg), run_cfg, hint=RESUME_HINT, defaults=defaults)
+        else:  # a run made before run.json: checked against its checkpoint's config, then recorded
+            _check_resume(ckpt["config"], run_cfg)
+            record.open(_identity(run_cfg), run_cfg, hint=RESUME_HINT)
         model.load_state_dict(ckpt["state_dict"])
         optimizer.load_state_dict(ckpt["optimizer"])
         step, history = int(ckpt["step"]), list(ckpt["history"])
@@ -273,7 +299,6 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     else:
         save_composite_grid([train_set.sample(i) for i in range(32)], out_dir / "composites.png")
         tb.image_file("train/composites", out_dir / "composites.png", step)
-    (out_dir / "config.json").write_text(json.dumps(run_cfg, indent=2, sort_keys=True))
 
     def checkpoint(with_optimizer: bool) -> dict[str, Any]:
         return make_checkpoint(
