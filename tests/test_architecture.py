@@ -41,3 +41,15 @@ def test_one_function_steps_an_env_in_a_rollout() -> None:
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "env":
                 callers.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert [c.split(":")[0] for c in callers] == ["runtime/worker.py"], callers
+
+
+def test_no_function_imports_the_cli_module() -> None:
+    """Command modules import the leaf ``grasp_s2r.options`` at top level; nothing dodges a cycle with ``cli.py``
+    by importing it inside a function."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for func in ast.walk(ast.parse(path.read_text())):
+            if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                offenders += [f"{path.relative_to(PACKAGE)}:{node.lineno}" for node in ast.walk(func)
+                              if isinstance(node, ast.ImportFrom) and node.module == "grasp_s2r.cli"]
+    assert not offenders, offenders
