@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from grasp_s2r.configs import differences, to_dict
+from grasp_s2r.configs import differences, to_dict, to_json
 from grasp_s2r.control import seeds
 from grasp_s2r.control.bc_baseline import bc_round
 from grasp_s2r.control.curves import CURVE_SOFTWARE, best_round, summary_line, write_curve_csv, write_curve_json
@@ -219,7 +219,7 @@ def check_demos(cfg: DaggerConfig) -> EpisodeDataset:
         raise ValueError(f"--demos {cfg.demos} were collected by an older grasp_s2r (no {', '.join(missing)}): "
                          f"'grasp-s2r upgrade {cfg.demos} --out NEW' writes them in the current layout")
     theirs = demos.meta.get("config", {})
-    mine = json.loads(json.dumps(cfg.env.to_dict()))
+    mine = to_json(cfg.env)
     if theirs.get("env") != mine:
         raise ValueError(f"--demos {cfg.demos} were collected with another scene or camera than this run's "
                          f"({'; '.join(differences(theirs.get('env'), mine))}); collect them with 'grasp-s2r collect "

@@ -27,6 +27,7 @@ from grasp_s2r.data.episodes import (
 )
 from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.options import UsageError
+from grasp_s2r.runtime.conditions import Condition
 from grasp_s2r.runtime.masks import mask_source_identity
 from grasp_s2r.runtime.records import EXPERT, STEP_KEYS, rollout_features
 from grasp_s2r.sim.config import EnvConfig
@@ -64,7 +65,7 @@ def upgrade_dataset(src: Path, out: Path, progress: bool = True) -> int:
                 arrays |= {"input_mask": arrays["sphere_mask"].copy(), "executed_action": action.copy(),
                            "learner_action": np.full_like(action, np.nan), "from_expert": np.ones(len(action), bool)}
                 info = {k: v for k, v in ep.info.items() if k != "index"}
-                writer.write(index, arrays, {**info, "beta": EXPERT.expert_share, "condition": "sim-render"})
+                writer.write(index, arrays, {**info, "beta": EXPERT.expert_share, "condition": Condition().name})
                 n += 1
     return n
 

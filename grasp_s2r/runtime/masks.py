@@ -54,15 +54,16 @@ def mask_source_identity(kind: str, vision_checkpoint: str = "") -> dict[str, st
     (sha256 of its bytes, so that a moved or copied file is the same source)."""
     if kind != "predicted":
         return {"kind": kind}
-    path = Path(vision_checkpoint) if vision_checkpoint else _default_checkpoint()
+    path = checkpoint_path(vision_checkpoint)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "missing"
     return {"kind": kind, "segmenter_sha256": digest}
 
 
-def _default_checkpoint() -> Path:
+def checkpoint_path(vision_checkpoint: str = "") -> Path:
+    """The segmenter checkpoint of predicted masks: ``vision_checkpoint``, or the one packaged with grasp_s2r."""
     from grasp_s2r.vision.segmenter import default_checkpoint_path
 
-    return default_checkpoint_path()
+    return Path(vision_checkpoint) if vision_checkpoint else default_checkpoint_path()
 
 
 def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None) -> MaskSource:
@@ -72,10 +73,11 @@ def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None)
     if kind != "predicted":
         raise ValueError(f"masks must be 'predicted' or 'gt', got {kind!r}")
     try:
-        from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
+        from grasp_s2r.vision.segmenter import Segmenter
+
+        path = checkpoint_path(vision_checkpoint)
     except ImportError as e:
         raise VisionUnavailable(f"the vision module cannot be imported ({e}); use --masks gt") from None
-    path = Path(vision_checkpoint) if vision_checkpoint else default_checkpoint_path()
     if not path.is_file():
         raise VisionUnavailable(
             f"no segmenter checkpoint at {path}: train one with 'grasp-s2r train-vision' and pass --vision, "
