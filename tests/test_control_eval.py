@@ -73,6 +73,24 @@ def test_perturbation_displaces_the_sphere_once_when_the_gripper_descends(env):
     assert [e["event"] for e in hooks.events] == ["perturbation"]
 
 
+def test_perturbation_never_drops_the_sphere_where_a_finger_comes_down(env):
+    """The displaced sphere lands clear of the fingers: descending onto the table next to it leaves it in place
+    (a sphere put under a finger's edge is flicked away and rolls out of the workspace: a kick, not a displacement).
+    Displacements of 2.5-3 cm along the fingers' axis would land under a finger; many draws here do."""
+    cond = Condition(perturb_distance_m=(0.025, 0.03))
+    for seed in range(12):
+        hooks = _hooks(env, cond, seed)
+        start = env.sphere_pos_world_m()
+        env.robot.teleport(start + np.array([0.0, 0.0, 0.02]), env.config.scene.finger_open_m)
+        down = np.array([0.0, 0.0, -1.0, -1.0])
+        env.step(hooks.before_step(down))
+        placed = env.sphere_pos_world_m()
+        assert np.linalg.norm(placed[:2] - start[:2]) >= 0.025 - 1e-6
+        for _ in range(2):
+            env.step(hooks.before_step(down))
+        assert np.linalg.norm(env.sphere_pos_world_m()[:2] - placed[:2]) < 0.002, f"seed {seed}: the sphere was hit"
+
+
 def test_composited_conditions_show_photos_and_keep_the_ground_truth(env):
     for name in ("nominal", "heldout-backgrounds"):
         hooks = _hooks(env, CONDITIONS[name])

@@ -23,12 +23,18 @@ from grasp_s2r.sim.camera import Frame, camera_pose_world
 from grasp_s2r.sim.config import RandomizationConfig
 from grasp_s2r.sim.env import ACTION_DIM, GraspEnv, StepResult
 from grasp_s2r.sim.randomization import EpisodeParams, sample_camera_jitter
-from grasp_s2r.sim.robot import ARM_JOINTS, PALM_LINK
+from grasp_s2r.sim.robot import ARM_JOINTS, FINGER_JOINTS, PALM_LINK
 from grasp_s2r.sim.table_texture import env_photo_textures, set_table_texture
 
 _FULL_JITTER = RandomizationConfig()
 """The scene's own camera mount jitter (4 mm / 2 deg), which ``camera-miscalibration`` draws from (the controller's
 env has 1 mm / 0.5 deg)."""
+PERTURB_FINGER_CLEARANCE_M = 0.005
+"""A displaced sphere lands at least this far, seen from above, from both fingers (beyond its radius): a finger
+coming down on the sphere's edge would flick it away, and with the sphere's near-zero rolling resistance it rolls out
+of the workspace -- a kick, not the displacement the condition names."""
+PERTURB_MAX_DRAWS = 32
+"""Displacements drawn at most until one lands clear of the fingers (else the last one drawn is taken)."""
 
 
 @dataclass(frozen=True)
@@ -337,18 +343,45 @@ class EpisodeHooks:
             delta = self.direction_xy * c.target_speed_m_s / env.config.scene.control_hz
         if (c.perturb_distance_m[1] > 0 and not self.perturbed and free and not pv.gripper_closed
                 and height_m <= c.perturb_below_m):
-            angle = self.rng.uniform(0, 2 * np.pi)
-            delta = self.rng.uniform(*c.perturb_distance_m) * np.array([np.cos(angle), np.sin(angle)])
+            delta = self._perturbation_xy_m(pv.sphere_pos_world_m[:2]) - pv.sphere_pos_world_m[:2]
             self.perturbed, event = True, "perturbation"
         if not delta.any():
             return
-        s = env.config.scene
-        lo = np.asarray(s.spawn_center_world_m) - s.workspace_half_extent_m + 0.02
-        hi = np.asarray(s.spawn_center_world_m) + s.workspace_half_extent_m - 0.02
-        new_xy = np.clip(pv.sphere_pos_world_m[:2] + delta, lo, hi)
+        new_xy = self._clip_to_workspace(pv.sphere_pos_world_m[:2] + delta)
         pb.resetBasePositionAndOrientation(env.sphere_uid, [*new_xy, pv.sphere_rest_z_m], [0, 0, 0, 1],
                                            physicsClientId=env.client)
         pb.resetBaseVelocity(env.sphere_uid, [0, 0, 0], [0, 0, 0], physicsClientId=env.client)
         if event:
             moved = [float(x) for x in new_xy - pv.sphere_pos_world_m[:2]]
             self.events.append({"event": event, "step": env.steps, "moved_xy_m": moved})
+
+    def _clip_to_workspace(self, xy_world_m: np.ndarray) -> np.ndarray:
+        s = self.env.config.scene
+        lo = np.asarray(s.spawn_center_world_m) - s.workspace_half_extent_m + 0.02
+        hi = np.asarray(s.spawn_center_world_m) + s.workspace_half_extent_m - 0.02
+        return np.clip(xy_world_m, lo, hi)
+
+    def _perturbation_xy_m(self, sphere_xy_world_m: np.ndarray) -> np.ndarray:
+        """Where the ``perturbation`` puts the sphere: a distance drawn from ``perturb_distance_m`` in a uniform
+        direction, clipped to the workspace, drawn again (up to :data:`PERTURB_MAX_DRAWS` times) while it would lie
+        under a finger (:data:`PERTURB_FINGER_CLEARANCE_M`)."""
+        c = self.cond
+        for _ in range(PERTURB_MAX_DRAWS):
+            angle = self.rng.uniform(0, 2 * np.pi)
+            delta = self.rng.uniform(*c.perturb_distance_m) * np.array([np.cos(angle), np.sin(angle)])
+            xy = self._clip_to_workspace(sphere_xy_world_m + delta)
+            if self._clear_of_fingers(xy):
+                break
+        return xy
+
+    def _clear_of_fingers(self, xy_world_m: np.ndarray) -> bool:
+        """Whether a sphere at this table point lies, seen from above, at least the clearance away from both
+        fingers' bounding boxes (they move down onto what lies under them)."""
+        env = self.env
+        radius_m = env.config.scene.sphere_diameter_m / 2 + PERTURB_FINGER_CLEARANCE_M
+        for link in FINGER_JOINTS:
+            lo, hi = (np.asarray(v)[:2] for v in pb.getAABB(env.robot.uid, link, physicsClientId=env.client))
+            gap_xy = np.maximum(np.maximum(lo - xy_world_m, 0.0), np.maximum(xy_world_m - hi, 0.0))
+            if np.hypot(*gap_xy) < radius_m:
+                return False
+        return True
