@@ -12,22 +12,18 @@ reporting only (``bench_pipeline.py``), so the choice is made here. Writes ``ben
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 from pathlib import Path
 
 import torch
 from results_io import add_json_argument, write_results
+from validation import validate
 
-from grasp_s2r.control import seeds
 from grasp_s2r.control.dagger import DaggerConfig, run_dagger
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.runtime.conditions import CONDITIONS
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
-from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
-from grasp_s2r.stats import format_rate, wilson_interval
 
 RECIPES = {
     "default": {},
@@ -36,13 +32,8 @@ RECIPES = {
     "7x32-table-photo-0.3": {"rounds": 7, "episodes_per_round": 32, "table_photo_prob": 0.3},
 }
 """Candidate recipes: DaggerConfig fields over the pipeline's (5 rounds of 24 episodes, the default mixture)."""
-VALIDATION = {
-    "nominal": CONDITIONS["nominal"],
-    "table-photo-train": dataclasses.replace(CONDITIONS["table-photo"], name="table-photo-train", table_photos="train"),
-}
-"""Validation conditions: the training photos only."""
-VALIDATION_BASE = seeds.DAGGER_EVAL_BASE + 50_000
-"""Validation episode i: seed ``VALIDATION_BASE + i`` (past DAgger's per-round episodes, before any test seed)."""
+VALIDATION = ("nominal", "table-photo-train")
+"""Validation conditions (``validation.TRAIN_PHOTO_CONDITIONS``): the training photos only."""
 
 
 def main() -> None:
@@ -64,13 +55,7 @@ def main() -> None:
         policy = Policy.load(run_dagger(cfg, progress=False).policy_path, "cpu")[0]
         figures[name] = {"fields": fields, "dagger_minutes": (time.perf_counter() - t0) / 60, "validation": {}}
         with RolloutPool(control_env_config(), args.workers) as pool:
-            for cname, cond in VALIDATION.items():
-                requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(args.episodes)]
-                k = sum(r.success for r in pool.run(requests, policy, masks, record=lambda i: False, progress=False))
-                lo, hi = wilson_interval(k, args.episodes)
-                figures[name]["validation"][cname] = {"successes": k, "episodes": args.episodes, "ci_low": lo,
-                                                      "ci_high": hi}
-                print(f"{name:22s} {cname:18s} {format_rate(k, args.episodes)}", flush=True)
+            figures[name]["validation"] = validate(pool, policy, masks, VALIDATION, args.episodes, label=name)
     write_results(args.json, "pipeline_recipe", figures, args)
 
 

@@ -132,6 +132,8 @@ def test_cli_run_resumes_after_kill_and_beats_a_random_policy(tmp_path):
     assert {name: _digest(out / "round-001" / name) for name in done1} == done1
     assert len(EpisodeDataset(out / "round-001")) == 6 and not list(out.rglob(".tmp-*"))
     assert len((out / "curve.csv").read_text().splitlines()) == 4
+    chosen = torch.load(out / "policy.pt", weights_only=False, map_location="cpu")["round"]
+    assert f"controller: {out / 'policy.pt'}  (round {chosen}," in rc.stdout, "the last line names policy.pt's round"
 
     policy, _ = Policy.load(out / "policy.pt", "cpu")
     requests = [EpisodeRequest(seed=seeds.TEST_BASE + i) for i in range(10)]

@@ -137,8 +137,8 @@ def run(args: argparse.Namespace) -> int:
         if "another config" in str(e) or "format" in str(e) or "controller checkpoint" in str(e):
             raise UsageError(str(e)) from None
         raise
-    last = result.rows[-1]
-    print(f"controller: {result.policy_path}  (round {last['round']}, success "
-          f"{100 * last['dagger_success_rate']:.1f} % over {last['eval_episodes']} episodes)")
+    chosen = next(r for r in result.rows if r["round"] == result.selected_round)
+    print(f"controller: {result.policy_path}  (round {chosen['round']}, success "
+          f"{100 * chosen['dagger_success_rate']:.1f} % over {chosen['eval_episodes']} evaluation episodes)")
     print(f"learning curve: {result.curve_csv}, {result.curve_png}")
     return 0

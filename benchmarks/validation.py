@@ -1,0 +1,42 @@
+"""Validation episodes of the control stack: seeds no training or test run uses, on the TRAINING photos only.
+
+Recipes, seeds and checkpoints are chosen here (``pipeline_recipe.py``, ``controller_recipe.py``); the held-out
+photos and the test seeds (``grasp-s2r eval``, ``bench_eval.py``, ``bench_pipeline.py``) only report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from grasp_s2r.control import seeds
+from grasp_s2r.runtime.conditions import CONDITIONS, Condition
+from grasp_s2r.runtime.masks import MaskSource
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import EpisodeRequest
+from grasp_s2r.stats import format_rate, wilson_interval
+
+VALIDATION_BASE = seeds.DAGGER_EVAL_BASE + 50_000
+"""Validation episode i: seed ``VALIDATION_BASE + i`` (past DAgger's per-round episodes, before any test seed)."""
+TRAIN_PHOTO_CONDITIONS: dict[str, Condition] = {
+    **{name: c for name, c in CONDITIONS.items() if c.backgrounds == "train"},
+    "table-photo-train": dataclasses.replace(CONDITIONS["table-photo"], name="table-photo-train", table_photos="train"),
+    "sim-render": CONDITIONS["sim-render"],
+}
+"""Every condition of ``grasp-s2r eval`` that shows no held-out photo, and ``table-photo`` with the training photos
+as the table's texture; ``heldout-backgrounds`` and ``table-photo`` (held-out photos) are for reporting only."""
+
+
+def validate(pool: RolloutPool, policy, masks: MaskSource, conditions: Iterable[str], episodes: int,
+             label: str = "") -> dict[str, dict]:
+    """Success of ``policy`` on ``episodes`` validation episodes of each named condition (keys of
+    :data:`TRAIN_PHOTO_CONDITIONS`), printed one line a condition: {name: {successes, episodes, ci_low, ci_high}}."""
+    out = {}
+    for name in conditions:
+        cond = TRAIN_PHOTO_CONDITIONS[name]
+        requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(episodes)]
+        k = sum(r.success for r in pool.run(requests, policy, masks, record=lambda i: False, progress=False))
+        lo, hi = wilson_interval(k, episodes)
+        out[name] = {"successes": k, "episodes": episodes, "ci_low": lo, "ci_high": hi}
+        print(f"{label:24s} {name:22s} {format_rate(k, episodes)}", flush=True)
+    return out
