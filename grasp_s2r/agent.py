@@ -70,6 +70,13 @@ class SegmenterMasks:
     def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None) -> np.ndarray:
         return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
 
+    def gripper(self, rgb: np.ndarray, gt_gripper: np.ndarray | None = None) -> np.ndarray:
+        """The gripper fingers' masks bool (N, H, W), for a controller that reads them (``PolicyConfig.gripper``)."""
+        predict = getattr(self.segmenter, "predict_gripper", None)
+        if predict is None:
+            raise AgentError("this controller reads the gripper fingers' mask, which this segmenter does not predict")
+        return np.asarray(predict(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
+
 
 @dataclass
 class LearnerStep:
@@ -90,9 +97,15 @@ def reads_memory(policy: Any) -> bool:
     return bool(getattr(getattr(policy, "cfg", None), "memory", False))
 
 
+def reads_gripper(policy: Any) -> bool:
+    """Whether ``policy`` reads the gripper fingers' mask (``Policy`` with ``cfg.gripper``)."""
+    return bool(getattr(getattr(policy, "cfg", None), "gripper", False))
+
+
 def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], policy: Any, rgb: np.ndarray,
                  proprio: np.ndarray, *, gt_mask: np.ndarray | None = None, blank: np.ndarray | None = None,
-                 query: Sequence[int] | None = None, memory: np.ndarray | None = None) -> LearnerStep:
+                 query: Sequence[int] | None = None, memory: np.ndarray | None = None,
+                 gt_gripper: np.ndarray | None = None) -> LearnerStep:
     """The learner's step for N observations: images -> masks -> (blanking) -> controller.
 
     ``masks``: a mask source, ``(rgb (N, H, W, 3) uint8, gt_mask (N, H, W) bool | None) -> bool (N, H, W)``
@@ -101,7 +114,9 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     row is queried. ``blank`` bool (N,): rows whose controller input is replaced by an empty mask (a simulated
     missed detection). ``query``: the rows the controller acts on (default: all); the others get NaN actions.
     ``memory`` float32 (N, N_MEMORY): each row's episode memory (``control.memory.EpisodeMemory.features``), for a
-    controller with memory.
+    controller with memory. For a controller that reads the gripper fingers' mask, the mask source's ``gripper(rgb,
+    gt_gripper)`` gives it (``gt_gripper`` bool (N, H, W): the ground truth, for a ground-truth source); blanking
+    leaves it alone (a missed detection of the sphere).
     """
     t0 = time.perf_counter()
     input_masks = np.array(masks(rgb, gt_mask), dtype=bool)  # a copy: blanking never touches the source
@@ -115,6 +130,9 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
         if policy is None:
             raise ValueError("a policy is needed to act on queried rows")
         extra = {"memory": np.asarray(memory)[rows]} if memory is not None and reads_memory(policy) else {}
+        if reads_gripper(policy):
+            extra["gripper_masks"] = np.asarray(masks.gripper(rgb[rows], None if gt_gripper is None
+                                                              else np.asarray(gt_gripper)[rows]), dtype=bool)
         actions[rows] = policy.act(input_masks[rows], np.asarray(proprio)[rows], **extra)
     t2 = time.perf_counter()
     return LearnerStep(masks=input_masks, actions=actions, mask_ms=1e3 * (t1 - t0),

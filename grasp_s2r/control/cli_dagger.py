@@ -77,6 +77,8 @@ OPTIONS = (
            "return-then-search, not with its hidden position", sets={"observable_expert": True}),
     Option("--memory", "give the controller the episode's memory: where the sphere was last seen, motion since",
            sets={"policy.memory": True}),
+    Option("--gripper-input", "give the controller the gripper fingers' mask too (where the fingers are in the "
+           "image): ground truth with --masks gt, else the segmenter's gripper head", sets={"policy.gripper": True}),
     Option("--seed", "network init and minibatches", "seed", type=non_negative_int),
     Option("--camera-jitter-mm", "per-episode camera mount jitter (the controller's calibration tolerance)",
            "env.randomization.camera_jitter_m", type=float, convert=lambda mm: mm / 1000.0, show=_mm),

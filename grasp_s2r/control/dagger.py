@@ -168,8 +168,9 @@ class DaggerConfig:
         """The fields that define the run's results (not how many rounds, nor where it computes)."""
         identity = {k: v for k, v in self.to_dict().items()
                     if k not in _RESUMABLE_FIELDS and not (k in _LEGACY_VALUES and v == _LEGACY_VALUES[k])}
-        if not identity["policy"].get("memory"):  # a memoryless controller: as before memory existed
-            identity["policy"].pop("memory", None)
+        for flag in ("memory", "gripper"):  # inputs off: as before these inputs existed
+            if not identity["policy"].get(flag):
+                identity["policy"].pop(flag, None)
         return json.loads(json.dumps(identity))
 
 

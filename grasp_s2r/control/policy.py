@@ -11,7 +11,9 @@ Inputs (nothing else; no world position of the sphere, no RGB):
   the table, finger gap, gripper command. Deliberately *not* the TCP's world x, y: the controller is
   mask-relative, so it follows a sphere wherever it goes (moving target, displaced sphere);
 - with ``PolicyConfig.memory``, the episode's memory (:mod:`grasp_s2r.control.memory`): where the sphere
-  was last seen and how the camera moved since, so that a lost sphere is looked for where it was.
+  was last seen and how the camera moved since, so that a lost sphere is looked for where it was;
+- with ``PolicyConfig.gripper``, the moments of the gripper fingers' mask too: where the fingers appear in the
+  image, so that the sphere is servoed relative to them rather than to where a calibrated camera puts them.
 
 Output: action (N, 4) in [-1, 1] — TCP displacement x, y, z (tanh) and the gripper command (+1
 close / -1 open, from a logit). Trained by :mod:`grasp_s2r.control.train`.
@@ -59,6 +61,8 @@ class PolicyConfig:
     """Width of the MLP head that joins image features and proprioception."""
     memory: bool = False
     """Also read the episode's memory (``control.memory.EpisodeMemory``: last sighting, motion since)."""
+    gripper: bool = False
+    """Also read the moments of the gripper fingers' mask (where the fingers appear in the image)."""
 
     def __post_init__(self) -> None:
         if self.mask_hw_px < 8 or self.mask_hw_px % (2 ** len(self.channels)):
@@ -82,6 +86,11 @@ def mask_moments(mask: torch.Tensor) -> torch.Tensor:
     return torch.stack([visible, cx, cy, 4 * sx, 4 * sy, 4 * (area / (h * w)).sqrt()], dim=1)
 
 
+def moments_per_channel(masks: torch.Tensor) -> torch.Tensor:
+    """:func:`mask_moments` of each channel of (N, C, H, W) -> (N, C * N_MOMENTS)."""
+    return torch.cat([mask_moments(masks[:, c:c + 1]) for c in range(masks.shape[1])], dim=1)
+
+
 def select_proprio(proprio: np.ndarray) -> np.ndarray:
     """Controller inputs from the env's proprio (N, len(PROPRIO_NAMES)) -> float32 (N, len(PROPRIO_INPUTS))."""
     p = np.asarray(proprio, dtype=np.float32)[..., list(_PROPRIO_INDEX)]
@@ -89,16 +98,17 @@ def select_proprio(proprio: np.ndarray) -> np.ndarray:
 
 
 class ControllerNet(nn.Module):
-    """``forward(mask (N, 1, H, W) float, proprio (N, P), memory (N, N_MEMORY) | None) -> (xyz (N, 3) in [-1, 1],
-    grip_logit (N,))``.
+    """``forward(mask (N, C, H, W) float, proprio (N, P), memory (N, N_MEMORY) | None) -> (xyz (N, 3) in [-1, 1],
+    grip_logit (N,))``; channel 0 the sphere mask, channel 1 (``cfg.gripper`` only) the gripper fingers' mask.
 
-    The mask may come at any resolution: moments are taken at full resolution, the CNN sees it
-    max-pooled to ``cfg.mask_hw_px``.
+    The mask may come at any resolution: moments are taken at full resolution (of every channel), the CNN sees
+    the sphere's max-pooled to ``cfg.mask_hw_px``.
     """
 
     def __init__(self, cfg: PolicyConfig):
         super().__init__()
         self.cfg = cfg
+        self.mask_channels = 2 if cfg.gripper else 1
         layers: list[nn.Module] = []
         c_in = 3  # mask + 2 coordinate channels
         for c_out in cfg.channels:
@@ -108,7 +118,8 @@ class ControllerNet(nn.Module):
         side = cfg.mask_hw_px // 2 ** len(cfg.channels)
         n_feat = c_in * side * side if layers else 0
         self.head = nn.Sequential(
-            nn.Linear(n_feat + N_MOMENTS + len(PROPRIO_INPUTS) + (N_MEMORY if cfg.memory else 0), cfg.hidden),
+            nn.Linear(n_feat + N_MOMENTS * self.mask_channels + len(PROPRIO_INPUTS) + (N_MEMORY if cfg.memory else 0),
+                      cfg.hidden),
             nn.ReLU(),
             nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(), nn.Linear(cfg.hidden, ACTION_DIM),
         )
@@ -118,7 +129,10 @@ class ControllerNet(nn.Module):
 
     def forward(self, mask: torch.Tensor, proprio: torch.Tensor,
                 memory: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        feats = [mask_moments(mask), proprio]
+        if mask.shape[1] != self.mask_channels:
+            raise ValueError(f"this controller reads {self.mask_channels} mask channel(s), got {mask.shape[1]}")
+        feats = [moments_per_channel(mask), proprio]
+        mask = mask[:, :1]
         if self.cfg.memory:
             if memory is None:
                 raise ValueError("this controller has memory: pass the episode memory features")
@@ -156,10 +170,16 @@ class Policy:
         self.device = torch.device(device) if device is not None else default_device()
         self.net = ControllerNet(self.cfg).to(self.device)
 
-    def tensors(self, masks: np.ndarray, proprio: np.ndarray,
-                memory: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """(mask uint8 (N, 1, H, W), proprio inputs float32 (N, P), memory float32 (N, N_MEMORY) or None) on the
-        device; the net takes ``mask.float()``. The memory is used only by a controller with ``cfg.memory``."""
+    def tensors(self, masks: np.ndarray, proprio: np.ndarray, memory: np.ndarray | None = None,
+                gripper_masks: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(mask uint8 (N, C, H, W), proprio inputs float32 (N, P), memory float32 (N, N_MEMORY) or None) on the
+        device; the net takes ``mask.float()``. The memory is used only by a controller with ``cfg.memory``, the
+        gripper masks bool (N, H, W) (channel 1) only by one with ``cfg.gripper``."""
+        masks = np.asarray(masks)[:, None]
+        if self.cfg.gripper:
+            if gripper_masks is None:
+                raise ValueError("this controller reads the gripper mask: pass the gripper masks (N, H, W)")
+            masks = np.concatenate([masks, np.asarray(gripper_masks)[:, None]], axis=1)
         m = torch.from_numpy(np.ascontiguousarray(masks, dtype=np.uint8)).to(self.device)
         p = torch.from_numpy(select_proprio(proprio)).to(self.device)
         mem = None
@@ -167,16 +187,18 @@ class Policy:
             if memory is None:
                 raise ValueError("this controller has memory: pass the episode memory features (N, N_MEMORY)")
             mem = torch.from_numpy(np.ascontiguousarray(memory, dtype=np.float32)).to(self.device)
-        return m[:, None], p, mem
+        return m, p, mem
 
     @torch.no_grad()
-    def act(self, masks: np.ndarray, proprio: np.ndarray, memory: np.ndarray | None = None) -> np.ndarray:
+    def act(self, masks: np.ndarray, proprio: np.ndarray, memory: np.ndarray | None = None,
+            gripper_masks: np.ndarray | None = None) -> np.ndarray:
         """One batched forward pass; float64 (N, 4) actions (gripper exactly +-1). ``memory``: float32
-        (N, N_MEMORY) from ``control.memory.EpisodeMemory.features`` (needed, and only read, with cfg.memory)."""
+        (N, N_MEMORY) from ``control.memory.EpisodeMemory.features`` (needed, and only read, with cfg.memory);
+        ``gripper_masks``: bool (N, H, W), the fingers' mask (needed, and only read, with cfg.gripper)."""
         if len(masks) == 0:
             return np.zeros((0, ACTION_DIM))
         self.net.eval()
-        m, p, mem = self.tensors(masks, proprio, memory)
+        m, p, mem = self.tensors(masks, proprio, memory, gripper_masks)
         xyz, logit = self.net(m.float(), p, mem)
         grip = torch.where(logit > 0, 1.0, -1.0)
         return torch.cat([xyz, grip[:, None]], dim=1).double().cpu().numpy()

@@ -53,22 +53,29 @@ class LabelSet:
     """Expert action labels, float32 (N, 4)."""
     memory: np.ndarray
     """The controller's episode memory at each state, float32 (N, N_MEMORY) (``control.memory``)."""
+    gripper_masks: np.ndarray | None = None
+    """The gripper fingers' mask of each state, bool (N, H, W): the ground truth the episode recorded (read only by
+    a controller with ``PolicyConfig.gripper``; None: not loaded)."""
 
     def __len__(self) -> int:
         return len(self.actions)
 
     def __post_init__(self) -> None:
-        if not len(self.masks) == len(self.proprio) == len(self.actions) == len(self.memory):
-            raise ValueError("masks, proprio, actions and memory must have the same length")
+        n = {len(self.masks), len(self.proprio), len(self.actions), len(self.memory)}
+        if self.gripper_masks is not None:
+            n.add(len(self.gripper_masks))
+        if len(n) != 1:
+            raise ValueError("masks, proprio, actions, memory (and gripper masks) must have the same length")
 
     def head(self, n: int) -> LabelSet:
-        return LabelSet(self.masks[:n], self.proprio[:n], self.actions[:n], self.memory[:n])
+        return LabelSet(self.masks[:n], self.proprio[:n], self.actions[:n], self.memory[:n],
+                        None if self.gripper_masks is None else self.gripper_masks[:n])
 
 
 def load_labels(roots: Iterable[Path], limit: int | None = None) -> LabelSet:
     """All labels of the episode datasets ``roots`` (in order), at most ``limit`` of them, with the memory the
     controller had at each state (replayed from the episode's input masks, proprio and executed actions)."""
-    masks, proprio, actions, memory, n = [], [], [], [], 0
+    masks, proprio, actions, memory, gripper, n = [], [], [], [], [], 0
     for root in roots:
         for ep in EpisodeDataset(Path(root)):
             if limit is not None and n >= limit:
@@ -79,11 +86,13 @@ def load_labels(roots: Iterable[Path], limit: int | None = None) -> LabelSet:
             masks.append(ep_masks[:take])
             proprio.append(ep_proprio[:take])
             actions.append(np.asarray(ep["action"][:take], dtype=np.float32))
+            gripper.append(np.asarray(ep["gripper_mask"][:take], dtype=bool))
             memory.append(episode_memory_features(ep_masks, ep_proprio, np.asarray(ep["executed_action"]))[:take])
             n += take
     if not actions:
         raise ValueError("no labelled steps to train on")
-    return LabelSet(np.concatenate(masks), np.concatenate(proprio), np.concatenate(actions), np.concatenate(memory))
+    return LabelSet(np.concatenate(masks), np.concatenate(proprio), np.concatenate(actions), np.concatenate(memory),
+                    np.concatenate(gripper))
 
 
 def fit(
@@ -92,7 +101,7 @@ def fit(
 ) -> float:
     """Train ``policy`` in place for ``cfg.steps`` steps; returns the mean loss of the last quarter of steps."""
     opt = torch.optim.Adam(policy.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    masks, proprio, memory = policy.tensors(labels.masks, labels.proprio, labels.memory)
+    masks, proprio, memory = policy.tensors(labels.masks, labels.proprio, labels.memory, labels.gripper_masks)
     target = torch.from_numpy(labels.actions).to(policy.device)
     policy.net.train()
     losses = []

@@ -34,6 +34,10 @@ class GroundTruthMasks:
     def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
         return np.asarray(gt_mask, dtype=bool)
 
+    def gripper(self, rgb: np.ndarray, gt_gripper: np.ndarray) -> np.ndarray:
+        """The simulator's ground-truth mask of the gripper fingers."""
+        return np.asarray(gt_gripper, dtype=bool)
+
 
 class PredictedMasks(SegmenterMasks):
     """The segmenter's masks (``agent.SegmenterMasks``): one batched forward pass over all workers' images."""

@@ -179,7 +179,9 @@ class RolloutPool:
                               for w in ids])
             query = [j for j, w in enumerate(ids) if active[w].request.actor.queries_learner]
             memory = np.stack([active[w].memory.features() for w in ids]) if with_memory else None
-            step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query, memory=memory)
+            gripper = np.stack([obs[w]["gripper_mask"] for w in ids])
+            step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query, memory=memory,
+                                gt_gripper=gripper)
             input_masks, learner = step.masks, step.actions
             stopped = set()
             for j, w in enumerate(ids):
