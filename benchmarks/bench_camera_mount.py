@@ -1,19 +1,23 @@
 """Benchmark: how much wrist-camera mount error the shipped system tolerates.
 
     python benchmarks/bench_camera_mount.py [--episodes 200] [--levels 0,2,4,6,8] [--masks predicted|gt]
+                                            [--policy CKPT] [--vision CKPT]
 
 The controller sees only the sphere's mask, so it cannot tell where its fingers are in the image: it relies on
 the camera being mounted where it was in training (``control_env_config``: 1 mm / 0.5 deg). Each level L (mm)
 jitters the camera's mount by up to +-L mm per axis and its look direction by up to +-L/2 deg per axis, drawn
 per episode (the ``camera-miscalibration`` condition is level 4, the scene's own range), composited onto the
 training photos, on the test episodes of ``grasp-s2r eval`` (seeds ``TEST_BASE + i``: reporting, nothing is
-chosen on them). Writes ``benchmarks/results/bench_camera_mount[-gt].json``.
+chosen on them). ``--policy``: another controller (default: the shipped one); one that reads the gripper fingers'
+mask (``dagger --gripper-input``) gets it from the mask source. Writes
+``benchmarks/results/bench_camera_mount[-<policy run>][-gt].json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 import torch
 from results_io import add_json_argument, default_json, write_results
@@ -37,6 +41,8 @@ def main() -> None:
     p.add_argument("--episodes", type=int, default=200, help="test episodes per level")
     p.add_argument("--levels", default="0,2,4,6,8", help="mount jitter levels, mm (comma-separated)")
     p.add_argument("--masks", choices=("predicted", "gt"), default="predicted")
+    p.add_argument("--policy", type=Path, default=None, help="controller checkpoint (default: the shipped one)")
+    p.add_argument("--vision", default="", help="segmenter checkpoint (default: the shipped one)")
     p.add_argument("--workers", type=int, default=2)
     add_json_argument(p, "bench_camera_mount")
     args = p.parse_args()
@@ -44,8 +50,8 @@ def main() -> None:
     if args.episodes < 1 or any(x < 0 for x in levels):
         p.error("--episodes must be >= 1 and --levels >= 0")
     torch.set_num_threads(1)
-    policy = Policy.load(default_controller_path(), "cpu")[0]
-    masks = make_mask_source(args.masks, "", "cpu")
+    policy = Policy.load(args.policy or default_controller_path(), "cpu")[0]
+    masks = make_mask_source(args.masks, args.vision, "cpu")
     rows = []
     with RolloutPool(control_env_config(), args.workers) as pool:
         for mm in levels:
@@ -58,8 +64,10 @@ def main() -> None:
             rows.append({"mount_jitter_mm": mm, "look_jitter_deg": mm * DEG_PER_MM, "successes": k,
                          "episodes": args.episodes, "ci_low": lo, "ci_high": hi})
             print(f"mount +-{mm:g} mm, look +-{mm * DEG_PER_MM:g} deg: {format_rate(k, args.episodes)}", flush=True)
-    path = args.json or default_json("bench_camera_mount", "" if args.masks == "predicted" else args.masks)
-    write_results(path, "bench_camera_mount", {"masks": args.masks, "rows": rows}, args)
+    run = "" if args.policy is None else args.policy.resolve().parent.name
+    path = args.json or default_json("bench_camera_mount", run, "" if args.masks == "predicted" else args.masks)
+    write_results(path, "bench_camera_mount", {"masks": args.masks, "policy": str(args.policy or "shipped"),
+                                               "policy_config": dataclasses.asdict(policy.cfg), "rows": rows}, args)
 
 
 if __name__ == "__main__":
