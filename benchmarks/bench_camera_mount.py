@@ -36,6 +36,24 @@ DEG_PER_MM = 0.5
 """Look-direction jitter (deg) per mm of mount jitter at each level: the scene's own ratio (4 mm / 2 deg)."""
 
 
+def mount_rows(pool: RolloutPool, policy: Policy, masks, levels_mm: list[float], episodes: int,
+               label: str = "") -> list[dict]:
+    """Success of ``policy`` on ``episodes`` test episodes at each mount jitter level (mm), printed as it goes."""
+    rows = []
+    for mm in levels_mm:
+        cond = dataclasses.replace(CONDITIONS["camera-miscalibration"], name=f"mount-{mm:g}mm",
+                                   camera_jitter_m=mm / 1000, camera_jitter_deg=mm * DEG_PER_MM)
+        requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, condition=cond) for i in range(episodes)]
+        k = sum(r.success for r in pool.run(requests, policy, masks, record=lambda i: False,
+                                            desc=f"{label} mount +-{mm:g} mm".strip()))
+        lo, hi = wilson_interval(k, episodes)
+        rows.append({"mount_jitter_mm": mm, "look_jitter_deg": mm * DEG_PER_MM, "successes": k, "episodes": episodes,
+                     "ci_low": lo, "ci_high": hi})
+        print(f"{label} mount +-{mm:g} mm, look +-{mm * DEG_PER_MM:g} deg: {format_rate(k, episodes)}".strip(),
+              flush=True)
+    return rows
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--episodes", type=int, default=200, help="test episodes per level")
@@ -52,18 +70,8 @@ def main() -> None:
     torch.set_num_threads(1)
     policy = Policy.load(args.policy or default_controller_path(), "cpu")[0]
     masks = make_mask_source(args.masks, args.vision, "cpu")
-    rows = []
     with RolloutPool(control_env_config(), args.workers) as pool:
-        for mm in levels:
-            cond = dataclasses.replace(CONDITIONS["camera-miscalibration"], name=f"mount-{mm:g}mm",
-                                       camera_jitter_m=mm / 1000, camera_jitter_deg=mm * DEG_PER_MM)
-            requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, condition=cond) for i in range(args.episodes)]
-            k = sum(r.success for r in pool.run(requests, policy, masks, record=lambda i: False,
-                                                desc=f"mount +-{mm:g} mm"))
-            lo, hi = wilson_interval(k, args.episodes)
-            rows.append({"mount_jitter_mm": mm, "look_jitter_deg": mm * DEG_PER_MM, "successes": k,
-                         "episodes": args.episodes, "ci_low": lo, "ci_high": hi})
-            print(f"mount +-{mm:g} mm, look +-{mm * DEG_PER_MM:g} deg: {format_rate(k, args.episodes)}", flush=True)
+        rows = mount_rows(pool, policy, masks, levels, args.episodes)
     run = "" if args.policy is None else args.policy.resolve().parent.name
     path = args.json or default_json("bench_camera_mount", run, "" if args.masks == "predicted" else args.masks)
     write_results(path, "bench_camera_mount", {"masks": args.masks, "policy": str(args.policy or "shipped"),

@@ -14,6 +14,8 @@ test seeds report (``bench_eval.py``). Writes ``benchmarks/results/controller_re
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import shlex
 import shutil
 import time
@@ -27,6 +29,7 @@ from grasp_s2r.cli import build_parser
 from grasp_s2r.control import cli_dagger
 from grasp_s2r.control.dagger import DaggerConfig, run_dagger
 from grasp_s2r.control.policy import Policy
+from grasp_s2r.files import atomic_write
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.sim.config import control_env_config
@@ -36,14 +39,21 @@ RECIPE_ARGS = ("--memory --observable-expert --out-of-view-prob 0.3 --dropout-pr
                "--no-bc")
 """The shipped controller's recipe: ``grasp-s2r dagger`` options besides the budget and the seed (each candidate's
 config is parsed from its command, so the printed command is what ran)."""
+FINGERS = "--gripper-input --camera-jitter-mm 4 --camera-jitter-deg 2"
+"""The controller also reads the gripper fingers' mask, trained with the scene's full camera mount jitter."""
 CANDIDATES = {
     "8x48-eval40-seed0": {"rounds": 8, "episodes_per_round": 48, "eval_episodes": 40, "seed": 0},
     "8x48-eval100-seed0": {"rounds": 8, "episodes_per_round": 48, "eval_episodes": 100, "seed": 0},
     "8x48-eval100-seed1": {"rounds": 8, "episodes_per_round": 48, "eval_episodes": 100, "seed": 1},
     "12x48-eval100-seed0": {"rounds": 12, "episodes_per_round": 48, "eval_episodes": 100, "seed": 0},
+    "8x48-eval40-seed0-fingers": {"rounds": 8, "episodes_per_round": 48, "eval_episodes": 40, "seed": 0,
+                                  "options": FINGERS},
+    "8x48-eval100-seed0-fingers": {"rounds": 8, "episodes_per_round": 48, "eval_episodes": 100, "seed": 0,
+                                   "options": FINGERS},
 }
 """Budget (rounds x episodes a round), per-round evaluation episodes (which pick the run's ``policy.pt``: DAgger's
-own validation episodes) and seed (network init and minibatches) of each candidate."""
+own validation episodes), seed (network init and minibatches) and further ``grasp-s2r dagger`` options of each
+candidate."""
 WEIGHTS = REPO / "grasp_s2r" / "weights" / "controller.pt"
 
 
@@ -51,12 +61,33 @@ def command(fields: dict, out: str) -> str:
     """The ``grasp-s2r dagger`` command of a candidate."""
     return (f"grasp-s2r dagger --out {shlex.quote(out)} {RECIPE_ARGS} --rounds {fields['rounds']} "
             f"--episodes-per-round {fields['episodes_per_round']} --eval-episodes {fields['eval_episodes']} "
-            f"--seed {fields['seed']}")
+            f"--seed {fields['seed']} {fields.get('options', '')}").strip()
 
 
 def config(cmd: str) -> DaggerConfig:
     """The DaggerConfig the ``grasp-s2r dagger`` command ``cmd`` runs with."""
     return cli_dagger.config_from_args(build_parser(only="dagger").parse_args(shlex.split(cmd)[1:]))
+
+
+def _dagger_minutes(out: Path, seconds_now: float) -> float:
+    """The run's own DAgger time (its rounds' recorded seconds), not the time to find it finished."""
+    rows = json.loads((out / "curve.json").read_text())["rows"]
+    return sum(r.get("round_s", 0.0) for r in rows) / 60 or seconds_now / 60
+
+
+def _validation(policy_path: Path, masks, args: argparse.Namespace) -> dict[str, dict]:
+    """The controller's validation figures, measured once per controller file (cached beside it by its sha256)."""
+    digest = hashlib.sha256(policy_path.read_bytes()).hexdigest()[:16]
+    cache = policy_path.parent / f"validation-{args.episodes}.json"
+    if cache.is_file():
+        stored = json.loads(cache.read_text())
+        if stored.get("policy_sha256") == digest and list(stored["validation"]) == list(TRAIN_PHOTO_CONDITIONS):
+            return stored["validation"]
+    policy = Policy.load(policy_path, "cpu")[0]
+    with RolloutPool(control_env_config(), args.workers) as pool:
+        val = validate(pool, policy, masks, TRAIN_PHOTO_CONDITIONS, args.episodes, label=policy_path.parent.name)
+    atomic_write(cache, json.dumps({"policy_sha256": digest, "validation": val}, indent=1).encode())
+    return val
 
 
 def main() -> None:
@@ -75,12 +106,9 @@ def main() -> None:
         cmd = command(fields, str(args.out / name))
         cfg = config(cmd)
         result = run_dagger(cfg, progress=False)
-        policy = Policy.load(result.policy_path, "cpu")[0]
         figures[name] = {"fields": fields, "command": cmd, "selected_round": result.selected_round,
-                         "dagger_minutes": (time.perf_counter() - t0) / 60}
-        with RolloutPool(control_env_config(), args.workers) as pool:
-            val = validate(pool, policy, masks, TRAIN_PHOTO_CONDITIONS, args.episodes, label=name)
-        figures[name]["validation"] = val
+                         "dagger_minutes": _dagger_minutes(Path(cfg.out), time.perf_counter() - t0)}
+        figures[name]["validation"] = val = _validation(result.policy_path, masks, args)
         figures[name]["mean_success"] = sum(v["successes"] for v in val.values()) / (args.episodes * len(val))
         print(f"{name:24s} mean validation success {100 * figures[name]['mean_success']:.1f} %  "
               f"(policy.pt = round {result.selected_round})", flush=True)

@@ -40,6 +40,9 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "gpu_dagger_ratios": prose.gpu_dagger_ratios,
     "expert_search": prose.expert_search_table,
     "pipeline_recipe": prose.pipeline_recipe_table,
+    "controller_recipe": prose.controller_recipe_table,
+    "camera_mount": prose.camera_mount_table,
+    "gripper_input": prose.gripper_input_table,
     **{name: functools.partial(r.transcribed_table, name) for name in r.TRANSCRIBED},
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""

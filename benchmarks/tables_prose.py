@@ -190,3 +190,62 @@ def pipeline_recipe_table(d: Path) -> str:
     columns = ("recipe", *(f"`{c}` (validation)" for c in next(iter(res["figures"].values()))["validation"]),
                "DAgger time")
     return md_table(columns, rows) + "\n\n" + provenance("pipeline_recipe", res)
+
+
+# --- the shipped controller and the camera mount (docs/control.md) ---------------------------------------------------
+
+def controller_recipe_table(d: Path) -> str:
+    """The shipped controller's candidates on validation episodes of the training photos, and the one chosen."""
+    res = load("controller_recipe", d)
+    if res is None:
+        return not_measured("controller_recipe")
+    f = res["figures"]
+    conditions = f["validation_conditions"]
+    rows = []
+    for name, c in f["candidates"].items():
+        mark = " (chosen)" if name == f["chosen"] else ""
+        rows.append((f"`{name}`{mark}", *(_count(c["validation"][k]) for k in conditions),
+                     f"{100 * c['mean_success']:.1f} %", c["selected_round"], f"{c['dagger_minutes']:.1f} min"))
+    columns = ("candidate", *(f"`{k}`" for k in conditions), "mean", "`policy.pt` round", "DAgger time")
+    return (md_table(columns, rows) + f"\n\nEach cell: successes of {_episodes(f)} validation episodes. "
+            f"The chosen one, `{f['chosen']}`: `{f['candidates'][f['chosen']]['command']}`. "
+            + provenance("controller_recipe", res))
+
+
+def _count(v: dict[str, Any]) -> str:
+    return f"{v['successes']}/{v['episodes']}"
+
+
+def _episodes(f: dict[str, Any]) -> int:
+    first = next(iter(f["candidates"].values()))
+    return next(iter(first["validation"].values()))["episodes"]
+
+
+def camera_mount_table(d: Path) -> str:
+    """The shipped system's success against the camera mount's error."""
+    res = load("bench_camera_mount", d)
+    if res is None:
+        return not_measured("bench_camera_mount")
+    rows = [(f"±{r['mount_jitter_mm']:g} mm, ±{r['look_jitter_deg']:g}°", format_rate(r["successes"], r["episodes"]))
+            for r in res["figures"]["rows"]]
+    return md_table(("camera mount error (per axis)", "success (95 % CI)"), rows) + "\n\n" + provenance(
+        "bench_camera_mount", res)
+
+
+def gripper_input_table(d: Path) -> str:
+    """Calibrated vs full-jitter vs full-jitter + the fingers' mask, against the camera mount's error."""
+    parts = []
+    for masks in ("gt", "predicted"):
+        name = f"compare_gripper_input-{masks}"
+        res = load(name, d)
+        if res is None:
+            parts.append(f"{'Ground-truth' if masks == 'gt' else 'Predicted'} masks: " + not_measured(name))
+            continue
+        arms = res["figures"]["arms"]
+        levels = [r["mount_jitter_mm"] for r in next(iter(arms.values()))["rows"]]
+        title = "ground-truth masks" if masks == "gt" else "predicted masks (shipped segmenter and gripper head)"
+        rows = [(f"`{arm}`", *(format_rate(r["successes"], r["episodes"]) for r in a["rows"]))
+                for arm, a in arms.items()]
+        columns = (f"arm, {title}", *(f"±{mm:g} mm / ±{mm / 2:g}°" for mm in levels))
+        parts.append(md_table(columns, rows) + "\n\n" + provenance(name, res))
+    return "\n\n".join(parts)

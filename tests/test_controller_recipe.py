@@ -19,8 +19,12 @@ def test_every_candidate_command_runs_the_lost_sphere_recipe_with_its_budget_and
     for name, fields in controller_recipe.CANDIDATES.items():
         cfg = controller_recipe.config(controller_recipe.command(fields, f"runs/{name}"))
         assert cfg.out == f"runs/{name}" and not cfg.bc_baseline
-        for key, value in {**LOST_SPHERE_RECIPE, **fields}.items():
+        fingers = "--gripper-input" in fields.get("options", "")
+        expected = {**LOST_SPHERE_RECIPE, **{k: v for k, v in fields.items() if k != "options"},
+                    "policy": dataclasses.replace(LOST_SPHERE_RECIPE["policy"], gripper=fingers)}
+        for key, value in expected.items():
             got = getattr(cfg, key)
             assert got == value, (name, key, got, value)
+        assert cfg.env.randomization.camera_jitter_m == (0.004 if fingers else 0.001)
         assert dataclasses.replace(cfg, out="x") == dataclasses.replace(
             controller_recipe.config(controller_recipe.command(fields, "elsewhere")), out="x")
