@@ -71,11 +71,12 @@ class SegmenterMasks:
         return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
 
     def gripper(self, rgb: np.ndarray, gt_gripper: np.ndarray | None = None) -> np.ndarray:
-        """The gripper fingers' masks bool (N, H, W), for a controller that reads them (``PolicyConfig.gripper``)."""
-        predict = getattr(self.segmenter, "predict_gripper", None)
-        if predict is None:
-            raise AgentError("this controller reads the gripper fingers' mask, which this segmenter does not predict")
-        return np.asarray(predict(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
+        """The gripper fingers' masks bool (N, H, W), for a controller that reads them (``PolicyConfig.gripper``):
+        the segmenter's ``predict_gripper``, when its ``has_gripper_head`` is true (``vision/gripper.py``)."""
+        if not getattr(self.segmenter, "has_gripper_head", False):
+            raise AgentError("this controller reads the gripper fingers' mask, which this segmenter does not predict "
+                             "(no gripper head trained on it: grasp-s2r train-gripper)")
+        return np.asarray(self.segmenter.predict_gripper(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
 
 
 @dataclass
@@ -243,12 +244,16 @@ class GraspAgent:
 
     @classmethod
     def load(cls, segmenter: str | Path | None = None, controller: str | Path | None = None,
-             device: Any = None, camera_vfov_deg: float | None = None) -> GraspAgent:
+             device: Any = None, camera_vfov_deg: float | None = None,
+             gripper_head: str | Path | None = None) -> GraspAgent:
         """Load the networks: ``segmenter`` (default: the shipped one), ``controller`` (default: the shipped one,
         if any: else :class:`AgentError` naming the command that trains one), on ``device`` (default: CUDA when
-        present, else the CPU). ``camera_vfov_deg``: vertical FOV of your camera (see :func:`fit_to_trained_view`)."""
+        present, else the CPU). ``camera_vfov_deg``: vertical FOV of your camera (see :func:`fit_to_trained_view`).
+        ``gripper_head``: a gripper head trained on that segmenter (``grasp-s2r train-gripper``), for a controller
+        that reads the fingers' mask; default: the shipped head when it was trained on the segmenter's file."""
         from grasp_s2r.control.policy import Policy
-        from grasp_s2r.vision.segmenter import CheckpointError, Segmenter, default_checkpoint_path
+        from grasp_s2r.vision.gripper import load_segmenter_with_head
+        from grasp_s2r.vision.segmenter import CheckpointError, default_checkpoint_path
 
         ctrl = Path(controller) if controller is not None else default_controller_path()
         if controller is None and not ctrl.is_file():
@@ -261,9 +266,12 @@ class GraspAgent:
             raise AgentError(str(e)) from None
         seg_path = Path(segmenter) if segmenter is not None else default_checkpoint_path()
         try:
-            seg = Segmenter.load(seg_path, device=policy.device)
+            seg = load_segmenter_with_head(seg_path, device=policy.device, head=gripper_head)
         except CheckpointError as e:
             raise AgentError(str(e)) from None
+        if reads_gripper(policy) and not seg.has_gripper_head:
+            raise AgentError(f"controller {ctrl} reads the gripper fingers' mask, and segmenter {seg_path} has no "
+                             "gripper head (none shipped for it): pass gripper_head= (grasp-s2r train-gripper)")
         env = EnvConfig.from_dict(blob["config"]["env"]) if "env" in blob.get("config", {}) else EnvConfig()
         return cls(segmenter=seg, policy=policy, env=env, camera_vfov_deg=camera_vfov_deg)
 

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train-vision": ("grasp_s2r.vision.cli_train", "train the segmentation network on sim-real composites"),
     "eval-vision": ("grasp_s2r.vision.cli_eval", "pixel precision / recall of a segmentation checkpoint"),
     "calibrate-vision": ("grasp_s2r.vision.cli_calibrate", "set a segmenter's threshold where precision = recall"),
+    "train-gripper": ("grasp_s2r.vision.cli_gripper", "train a gripper head (the fingers' mask) on a frozen segmenter"),
     "dagger": ("grasp_s2r.control.cli_dagger", "train the closed-loop controller with DAgger"),
     "eval": ("grasp_s2r.control.cli_eval", "end-to-end success (RGB -> mask -> action) on named conditions"),
     "pipeline": ("grasp_s2r.pipeline", "collect -> train-vision -> dagger -> eval on the small default"),

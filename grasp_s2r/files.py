@@ -41,6 +41,7 @@ ARTIFACT_KINDS = {
     "dataset": "an episode dataset (grasp-s2r collect)",
     "vision-run": "a segmenter training run (grasp-s2r train-vision)",
     "vision-eval": "a segmenter evaluation (grasp-s2r eval-vision)",
+    "gripper-run": "a gripper head training run (grasp-s2r train-gripper)",
     "dagger-run": "a DAgger run (grasp-s2r dagger)",
     "eval-report": "an end-to-end evaluation (grasp-s2r eval)",
     "pipeline": "a pipeline run (grasp-s2r pipeline)",

@@ -25,6 +25,7 @@ GENERATED = {
     "eval": ("grasp_s2r.control.evaluate.PolicyEvalConfig", ["--policy", "p.pt"], {"policy": "p.pt"}),
     "pipeline": ("grasp_s2r.pipeline.PipelineConfig", [], {}),
     "calibrate-vision": ("grasp_s2r.vision.calibrate.CalibrationConfig", ["--model", "m.pt"], {"model": "m.pt"}),
+    "train-gripper": ("grasp_s2r.vision.gripper_train.GripperTrainConfig", [], {}),
 }
 
 

@@ -134,6 +134,7 @@ def _snapshot(root: Path) -> list[tuple[str, int, int]]:
 C = "collect --out new"
 T = "train-vision --out new --steps 1 --threads 1 --no-progress"
 E = "eval-vision --out new --n-images 2 --threads 1"
+G = "train-gripper --out new --threads 1 --no-progress"
 K = "calibrate-vision --model {seg} --out new.pt --n-images 2"
 D = "dagger --out new --rounds 1 --episodes-per-round 1 --eval-episodes 1 --masks gt --no-bc --workers 1 " \
     "--train-steps 1 --quiet"
@@ -285,6 +286,21 @@ CASES = [
     ("eval-vision --n-images 2 --threads 1 --out {er}", "holds an end-to-end evaluation"),
     ("eval-vision --n-images 2 --threads 1 --out {txt}", "exists and is not a folder"),
     ("eval-vision --n-images 2 --threads 1 --out /proc/grasp-s2r-test", "/proc/grasp-s2r-test"),
+    # --- train-gripper
+    (f"{G} --steps 0", f"{POS}, got 0"),
+    (f"{G} --batch-size -1", f"{POS}, got -1"),
+    (f"{G} --lr 0", "lr must be a positive number, got 0.0"),
+    (f"{G} --lr nan", "lr must be a positive number, got nan"),
+    (f"{G} --threshold 1", "threshold must be in (0, 1), got 1.0"),
+    (f"{G} --camera-jitter-mm -1", "camera jitter must be finite and >= 0, got -1 mm"),
+    (f"{G} --dilations 1,x", "--dilations: expected positive integers D1,D2,..., got '1,x'"),
+    (f"{G} --dilations 0", "dilations must be 1 to 8 integers in [1, 16], got (0,)"),
+    (f"{G} --vision missing.pt", "no segmenter checkpoint at missing.pt"),
+    (f"{G} --vision {{ctrl}}", "is not a grasp_s2r.segmenter checkpoint"),
+    (f"{G} --vision {{corrupt}}", "is unreadable or corrupt"),
+    ("train-gripper --steps 1 --out {dg}", "holds a DAgger run (grasp-s2r dagger), not a gripper head training run"),
+    ("train-gripper --steps 1 --out {foreign}", "holds files no grasp_s2r command wrote (thesis.tex)"),
+    ("train-gripper --steps 1 --out {txt}", "exists and is not a folder"),
     # --- calibrate-vision
     ("calibrate-vision", "the following arguments are required: --model"),
     ("calibrate-vision --model missing.pt --out new.pt", "checkpoint missing.pt does not exist"),
@@ -353,6 +369,7 @@ CASES = [
     (f"{DP} --vision {{txt}}", "is unreadable or corrupt"),
     (f"{DP} --vision {{hostile}}", "is unreadable or corrupt"),
     (f"{DP} --vision {{ctrl}}", "is not a grasp_s2r.segmenter checkpoint"),
+    (f"{DP} --gripper-input --vision {{seg16}}", "--gripper-input with predicted masks needs a segmenter that predicts"),
     (f"{D} --demos missing", "missing is not a grasp_s2r dataset (no meta.json)"),
     (f"{D} --demos {{txt}}", "is not a grasp_s2r dataset"),
     (f"{D} --demos {{tv}}", "is not a grasp_s2r dataset"),

@@ -107,9 +107,13 @@ def check_inputs(cfg: DaggerConfig) -> None:
     would refuse them only after writing its run.json). Raises UsageError."""
     if cfg.masks == "predicted":
         try:
-            make_mask_source(cfg.masks, cfg.vision_checkpoint, "cpu")
+            source = make_mask_source(cfg.masks, cfg.vision_checkpoint, "cpu")
         except VisionUnavailable as e:
             raise UsageError(str(e)) from None
+        if cfg.policy.gripper and not getattr(getattr(source, "segmenter", None), "has_gripper_head", False):
+            raise UsageError("--gripper-input with predicted masks needs a segmenter that predicts the fingers' mask: "
+                             "the packaged gripper head was not trained on this --vision (train one with "
+                             "'grasp-s2r train-gripper --vision CKPT'), or use --masks gt")
     if cfg.demos:
         try:
             check_demos(cfg)

@@ -71,13 +71,15 @@ def checkpoint_path(vision_checkpoint: str = "") -> Path:
 
 
 def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None) -> MaskSource:
-    """``"gt"`` -> ground truth; ``"predicted"`` -> the segmenter of ``vision_checkpoint`` (or the packaged one)."""
+    """``"gt"`` -> ground truth; ``"predicted"`` -> the segmenter of ``vision_checkpoint`` (or the packaged one),
+    with the packaged gripper head attached when it was trained on that segmenter's file (``vision/gripper.py``:
+    then the source's ``gripper`` gives the fingers' mask)."""
     if kind == "gt":
         return GroundTruthMasks()
     if kind != "predicted":
         raise ValueError(f"masks must be 'predicted' or 'gt', got {kind!r}")
     try:
-        from grasp_s2r.vision.segmenter import Segmenter
+        from grasp_s2r.vision.gripper import load_segmenter_with_head
 
         path = checkpoint_path(vision_checkpoint)
     except ImportError as e:
@@ -87,7 +89,7 @@ def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None)
             f"no segmenter checkpoint at {path}: train one with 'grasp-s2r train-vision' and pass --vision, "
             "or use --masks gt")
     try:
-        return PredictedMasks(Segmenter.load(path, device=device), path)
-    except ValueError as e:  # the segmenter's CheckpointError
+        return PredictedMasks(load_segmenter_with_head(path, device=device), path)
+    except ValueError as e:  # the segmenter's (or its gripper head's) CheckpointError
         raise VisionUnavailable(str(e)) from None
 

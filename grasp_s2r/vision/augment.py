@@ -76,3 +76,12 @@ class Augmenter:
         self._pipeline.set_random_seed(int(seed))
         out = self._pipeline(image=rgb_uint8, mask=mask.astype(np.uint8))
         return out["image"], out["mask"].astype(bool)
+
+    def with_masks(self, rgb_uint8: np.ndarray, masks: list[np.ndarray],
+                   seed: int) -> tuple[np.ndarray, list[np.ndarray]]:
+        """:meth:`__call__` with several masks, each following every geometric change: the same image, and the same
+        first mask, as ``self(rgb_uint8, masks[0], seed)``."""
+        self._pipeline.set_random_seed(int(seed))
+        out = self._pipeline(image=rgb_uint8, mask=masks[0].astype(np.uint8),
+                             masks=[m.astype(np.uint8) for m in masks[1:]])
+        return out["image"], [out["mask"].astype(bool), *(m.astype(bool) for m in out.get("masks", []))]

@@ -191,8 +191,8 @@ class CompositeDataset(Dataset):
                 background = recolor(background, recolor_rng)
         return background
 
-    def sample(self, index: int) -> tuple[np.ndarray, np.ndarray]:
-        """Composite ``index`` as (rgb uint8 (H, W, 3), mask bool (H, W))."""
+    def _pasted(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Composite ``index`` before augmentation: (rgb, sphere mask, gripper fingers' mask, augmentation seed)."""
         frame, photo_table, circle = self._view(index // self.data.renders_per_view)
         rng = np.random.default_rng([self.seed, STREAMS[self.stream], 1, index])
         d = self.data
@@ -206,6 +206,9 @@ class CompositeDataset(Dataset):
         if kinds["photo"] < sum(kinds.values()):
             weights = np.array(list(kinds.values()))
             kind = list(kinds)[int(extra.choice(len(kinds), p=weights / weights.sum()))]
+        # the fingers' pixels as seen: the render's segmentation gives each pixel one object, so where the sphere
+        # is in front of a finger the pixel is the sphere's; on a pasted-on background they are there if pasted
+        gripper = frame.gripper_mask & ~frame.sphere_mask
         if photo_table or kind == "sim_table":
             rgb, mask = frame.rgb.copy(), frame.sphere_mask.copy()
         else:
@@ -213,7 +216,22 @@ class CompositeDataset(Dataset):
             if d.distractor_prob > 0 and extra.random() < d.distractor_prob:
                 background = add_distractors(background, extra)
             rgb, mask = composite_frame(frame, background, rng, d.composite)
-        return self._augment(rgb, mask, seed=int(rng.integers(2**31)))
+            if not d.composite.paste_gripper:
+                gripper = np.zeros_like(gripper)
+        return rgb, mask, gripper, int(rng.integers(2**31))
+
+    def sample(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Composite ``index`` as (rgb uint8 (H, W, 3), mask bool (H, W))."""
+        rgb, mask, _, seed = self._pasted(index)
+        return self._augment(rgb, mask, seed=seed)
+
+    def sample_with_gripper(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Composite ``index`` as (rgb uint8 (H, W, 3), sphere mask bool (H, W), gripper fingers' mask bool (H, W)):
+        the image and sphere mask of :meth:`sample`, and the visible finger (and palm) pixels of the render, through
+        the same augmentation (a gripper head's training target, ``vision/gripper.py``)."""
+        rgb, mask, gripper, seed = self._pasted(index)
+        rgb, (mask, gripper) = self._augment.with_masks(rgb, [mask, gripper], seed=seed)
+        return rgb, mask, gripper
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         rgb, mask = self.sample(int(index))

@@ -47,8 +47,12 @@ class UNet(nn.Module):
         self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
         self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i]) for i in reversed(range(depth)))
         self.head = nn.Conv2d(chans[0], 1, 1)
+        self.width = chans[0]
+        """Channels of :meth:`features`."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The last decoder block's output float (N, width, H, W): what :attr:`head` (and a gripper head,
+        ``vision/gripper.py``) reads."""
         skips = []
         for i, block in enumerate(self.down):
             x = block(x if i == 0 else F.max_pool2d(x, 2))
@@ -56,7 +60,10 @@ class UNet(nn.Module):
         skips.pop()
         for up, fuse in zip(self.up, self.fuse):
             x = fuse(torch.cat([up(x), skips.pop()], dim=1))
-        return self.head(x)
+        return x
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
 
 
 class LRASPP(nn.Module):

@@ -13,12 +13,17 @@ Checkpoint format (a ``torch.save``'d dict, readable with ``weights_only=True``)
     optimizer       (only in ``checkpoint-latest.pt`` of a run: what ``--resume`` needs)
     threshold       (optional, default 0.5) probability above which a pixel is the sphere;
     threshold_calibration  how it was chosen (see ``vision/calibrate.py``)
+
+A segmenter may carry a gripper head (``vision/gripper.py``, its own checkpoint file): then it predicts the
+gripper fingers' mask too (:meth:`Segmenter.predict_gripper`, :attr:`Segmenter.has_gripper_head`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import warnings
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -50,6 +55,12 @@ class CheckpointError(ValueError):
 def default_checkpoint_path() -> Path:
     """The small checkpoint shipped inside the package (64x64 px, embedded default backgrounds)."""
     return Path(str(resources.files("grasp_s2r") / "weights" / "segmenter_64px.pt"))
+
+
+def file_sha256(path: Path | str) -> str:
+    """The first 16 hex digits of the sha256 of a file's bytes: what names a segmenter checkpoint's content (the
+    digest of ``runtime.masks.mask_source_identity``, and the one a gripper head records)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 def make_checkpoint(model: nn.Module, *, architecture: str, arch_kwargs: dict[str, Any], input_hw: tuple[int, int],
@@ -122,11 +133,22 @@ class Segmenter:
         """Probability above which a pixel is the sphere (the checkpoint's calibrated one when it has one)."""
         self.config = config
         """The checkpoint's metadata: architecture, arch_kwargs, input_hw, background_split, config, step."""
+        self.checkpoint_sha256: str | None = None
+        """:func:`file_sha256` of the file it was loaded from (None when made from a dict): a gripper head must
+        have been trained on that file."""
+        self.gripper_head: nn.Module | None = None
+        """The gripper fingers' head over ``model.features`` (``vision.gripper.attach_gripper_head``), or None."""
+        self.gripper_threshold = THRESHOLD
+        """Probability above which a pixel is a finger's (the head's checkpoint's)."""
+        self.gripper_head_path: Path | None = None
+        """The file the attached gripper head was read from."""
 
     @classmethod
     def load(cls, path: Path | str, device: torch.device | str | None = None) -> Segmenter:
         """A segmenter from a checkpoint file; raises :class:`CheckpointError` for unusable files."""
-        return cls.from_checkpoint(read_checkpoint(path), device=device, path=path)
+        segmenter = cls.from_checkpoint(read_checkpoint(path), device=device, path=path)
+        segmenter.checkpoint_sha256 = file_sha256(path)
+        return segmenter
 
     @classmethod
     def from_checkpoint(cls, ckpt: dict[str, Any], device: torch.device | str | None = None,
@@ -142,9 +164,8 @@ class Segmenter:
                    device=torch.device(device) if device is not None else None,
                    threshold=ckpt.get("threshold", THRESHOLD))
 
-    @torch.inference_mode()
-    def predict_proba(self, rgb_uint8: np.ndarray) -> np.ndarray:
-        """uint8 (N, H, W, 3) -> sphere probability float32 (N, H, W); any H, W (resized to ``input_hw``)."""
+    def _logits(self, rgb_uint8: np.ndarray, net: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """``net``'s logits float (N, 1, H, W) at the images' own size; any H, W (resized to ``input_hw``)."""
         rgb = np.asarray(rgb_uint8)
         if rgb.dtype != np.uint8 or rgb.ndim != 4 or rgb.shape[-1] != 3:
             raise ValueError(f"expected uint8 (N, H, W, 3), got {rgb.dtype} {rgb.shape}")
@@ -154,14 +175,44 @@ class Segmenter:
             interp = cv2.INTER_AREA if hw[0] > h else cv2.INTER_LINEAR
             rgb = np.stack([cv2.resize(im, (w, h), interpolation=interp) for im in rgb])
         x = to_input_tensor(rgb).to(self.device, non_blocking=True)
-        logits = self.model(x)
+        logits = net(x)
         if hw != self.input_hw:
             logits = F.interpolate(logits, size=hw, mode="bilinear", align_corners=False)
-        return torch.sigmoid(logits[:, 0]).float().cpu().numpy()
+        return logits
+
+    @torch.inference_mode()
+    def predict_proba(self, rgb_uint8: np.ndarray) -> np.ndarray:
+        """uint8 (N, H, W, 3) -> sphere probability float32 (N, H, W); any H, W (resized to ``input_hw``)."""
+        return torch.sigmoid(self._logits(rgb_uint8, self.model)[:, 0]).float().cpu().numpy()
 
     def predict(self, rgb_uint8: np.ndarray) -> np.ndarray:
         """uint8 (N, H, W, 3) -> bool (N, H, W), or (H, W, 3) -> (H, W)."""
         rgb = np.asarray(rgb_uint8)
         single = rgb.ndim == 3
         mask = self.predict_proba(rgb[None] if single else rgb) > self.threshold
+        return mask[0] if single else mask
+
+    @property
+    def has_gripper_head(self) -> bool:
+        """Whether it predicts the gripper fingers' mask too (a gripper head is attached)."""
+        return self.gripper_head is not None
+
+    @torch.inference_mode()
+    def predict_gripper_proba(self, rgb_uint8: np.ndarray) -> np.ndarray:
+        """uint8 (N, H, W, 3) -> the fingers' probability float32 (N, H, W), like :meth:`predict_proba`; needs a
+        gripper head (:class:`CheckpointError` otherwise)."""
+        head = self.gripper_head
+        if head is None:
+            raise CheckpointError("this segmenter has no gripper head: attach one with "
+                                  "vision.gripper.attach_gripper_head (train it with 'grasp-s2r train-gripper')")
+        features = getattr(self.model, "features", None)
+        if features is None:
+            raise CheckpointError(f"a {type(self.model).__name__} segmenter has no features for a gripper head")
+        return torch.sigmoid(self._logits(rgb_uint8, lambda x: head(features(x)))[:, 0]).float().cpu().numpy()
+
+    def predict_gripper(self, rgb_uint8: np.ndarray) -> np.ndarray:
+        """uint8 (N, H, W, 3) -> the gripper fingers' mask bool (N, H, W), or (H, W, 3) -> (H, W)."""
+        rgb = np.asarray(rgb_uint8)
+        single = rgb.ndim == 3
+        mask = self.predict_gripper_proba(rgb[None] if single else rgb) > self.gripper_threshold
         return mask[0] if single else mask
