@@ -3,6 +3,7 @@ training replays, it is refused when missing, and older controllers (sphere mask
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -83,3 +84,27 @@ def test_a_segmenter_without_a_gripper_output_is_refused_in_one_line():
     with pytest.raises(AgentError, match="gripper fingers' mask"):
         learner_step(SegmenterMasks(Segmenter.load(default_checkpoint_path(), "cpu")), policy, rgb,
                      np.zeros((1, 5), np.float32))
+
+
+def test_with_predicted_masks_training_reads_the_fingers_the_controller_saw(tmp_path: Path):
+    """A --gripper-input run over the segmenter trains on the gripper head's masks of the recorded images (what the
+    controller saw), not on the recorded ground truth."""
+    from grasp_s2r.control.dagger import DaggerTrainer
+    from grasp_s2r.control.train import load_labels
+    from grasp_s2r.data.episodes import EpisodeDataset
+    from grasp_s2r.runtime.masks import make_mask_source
+
+    masks = make_mask_source("predicted", "", "cpu")
+    cfg = DaggerConfig(out=str(tmp_path / "run"), rounds=1, episodes_per_round=2, eval_episodes=1, bc_baseline=False,
+                       policy=PolicyConfig(gripper=True))
+    cfg = dataclasses.replace(cfg, env=cfg.env.replace(scene=SceneConfig(max_episode_steps=8)))
+    with RolloutPool(cfg.env, 1) as pool:
+        trainer = DaggerTrainer(cfg, pool, masks, torch.device("cpu"), progress=False)
+        trainer.rollout(0, None)
+        root = tmp_path / "run" / "round-000"
+        labels = load_labels([root], None, trainer.predicted_gripper)
+    ep = next(iter(EpisodeDataset(root)))
+    seen = masks.gripper(np.asarray(ep["rgb"]), None)
+    np.testing.assert_array_equal(labels.gripper_masks[:len(seen)], seen)
+    assert not np.array_equal(seen, np.asarray(ep["gripper_mask"])), "the head's masks differ from the ground truth"
+    np.testing.assert_array_equal(load_labels([root]).gripper_masks[:len(seen)], np.asarray(ep["gripper_mask"]))

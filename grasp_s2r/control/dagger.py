@@ -30,7 +30,14 @@ from grasp_s2r.control.policy import Policy, PolicyConfig
 from grasp_s2r.control.run_store import ROUND_KIND, RunStore
 from grasp_s2r.control.train import PolicyTrainConfig, fit, load_labels
 from grasp_s2r.control.training_episodes import TrainingEpisodes
-from grasp_s2r.data.episodes import EpisodeDataset, EpisodeWriter, finished_indices, init_dataset, remove_partial
+from grasp_s2r.data.episodes import (
+    Episode,
+    EpisodeDataset,
+    EpisodeWriter,
+    finished_indices,
+    init_dataset,
+    remove_partial,
+)
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import plot_curve
 from grasp_s2r.files import ArtifactFolder
@@ -241,6 +248,7 @@ class DaggerTrainer:
                  progress: bool = True):
         self.cfg, self.runner, self.masks, self.device, self.progress = cfg, runner, masks, device, progress
         self.store = RunStore(Path(cfg.out))
+        self._fingers: dict[Path, np.ndarray] = {}
         self.episodes = TrainingEpisodes(cfg)
         # the training photos follow the run's visuals (--raw-sim); held-out photos stay held out
         self.eval_conditions = [
@@ -307,9 +315,17 @@ class DaggerTrainer:
         torch.manual_seed(self.cfg.seed)
         return Policy(self.cfg.policy, self.device)
 
+    def predicted_gripper(self, ep: Episode) -> np.ndarray:
+        """The fingers' masks the controller saw in a recorded episode with predicted masks: the segmenter's gripper
+        head on its images (recorded episodes keep the ground truth), computed once per episode of the run."""
+        if ep.path not in self._fingers:
+            self._fingers[ep.path] = np.asarray(self.masks.gripper(np.asarray(ep["rgb"]), None), dtype=bool)
+        return self._fingers[ep.path]
+
     def train_and_measure(self, policy: Policy, roots: list[Path], limit: int | None, rng_key: list[int],
                           name: str) -> dict[str, Any]:
-        labels = load_labels(roots, limit)
+        sees_predicted_fingers = self.cfg.policy.gripper and self.masks.kind == "predicted"
+        labels = load_labels(roots, limit, self.predicted_gripper if sees_predicted_fingers else None)
         t0 = time.perf_counter()
         loss = fit(policy, labels, self.cfg.train, np.random.default_rng([self.cfg.seed, *rng_key]),
                    progress=self.progress, desc=f"train {name}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from grasp_s2r.control.memory import episode_memory_features
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.data.episodes import EpisodeDataset
+from grasp_s2r.data.episodes import Episode, EpisodeDataset
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,14 @@ class LabelSet:
                         None if self.gripper_masks is None else self.gripper_masks[:n])
 
 
-def load_labels(roots: Iterable[Path], limit: int | None = None) -> LabelSet:
+def load_labels(roots: Iterable[Path], limit: int | None = None,
+                gripper: Callable[[Episode], np.ndarray] | None = None) -> LabelSet:
     """All labels of the episode datasets ``roots`` (in order), at most ``limit`` of them, with the memory the
-    controller had at each state (replayed from the episode's input masks, proprio and executed actions)."""
-    masks, proprio, actions, memory, gripper, n = [], [], [], [], [], 0
+    controller had at each state (replayed from the episode's input masks, proprio and executed actions).
+
+    ``gripper``: the fingers' masks the controller saw in an episode, bool (T, H, W) (a segmenter's, recomputed
+    from the recorded images: ``DaggerTrainer.predicted_gripper``); default: the recorded ground truth."""
+    masks, proprio, actions, memory, fingers, n = [], [], [], [], [], 0
     for root in roots:
         for ep in EpisodeDataset(Path(root)):
             if limit is not None and n >= limit:
@@ -86,13 +90,13 @@ def load_labels(roots: Iterable[Path], limit: int | None = None) -> LabelSet:
             masks.append(ep_masks[:take])
             proprio.append(ep_proprio[:take])
             actions.append(np.asarray(ep["action"][:take], dtype=np.float32))
-            gripper.append(np.asarray(ep["gripper_mask"][:take], dtype=bool))
+            fingers.append(np.asarray(ep["gripper_mask"] if gripper is None else gripper(ep), dtype=bool)[:take])
             memory.append(episode_memory_features(ep_masks, ep_proprio, np.asarray(ep["executed_action"]))[:take])
             n += take
     if not actions:
         raise ValueError("no labelled steps to train on")
     return LabelSet(np.concatenate(masks), np.concatenate(proprio), np.concatenate(actions), np.concatenate(memory),
-                    np.concatenate(gripper))
+                    np.concatenate(fingers))
 
 
 def fit(
