@@ -1,6 +1,6 @@
 """Benchmark: how much wrist-camera mount error the shipped system tolerates.
 
-    python benchmarks/bench_camera_mount.py [--episodes 200] [--levels 0,2,4,6,8] [--masks predicted|gt]
+    python benchmarks/bench_camera_mount.py [--episodes 200] [--levels 0,4,8,12] [--masks predicted|gt]
                                             [--policy CKPT] [--vision CKPT]
 
 The controller sees only the sphere's mask, so it cannot tell where its fingers are in the image: it relies on
@@ -57,7 +57,7 @@ def mount_rows(pool: RolloutPool, policy: Policy, masks, levels_mm: list[float],
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--episodes", type=int, default=200, help="test episodes per level")
-    p.add_argument("--levels", default="0,2,4,6,8", help="mount jitter levels, mm (comma-separated)")
+    p.add_argument("--levels", default="0,4,8,12", help="mount jitter levels, mm (comma-separated)")
     p.add_argument("--masks", choices=("predicted", "gt"), default="predicted")
     p.add_argument("--policy", type=Path, default=None, help="controller checkpoint (default: the shipped one)")
     p.add_argument("--vision", default="", help="segmenter checkpoint (default: the shipped one)")
