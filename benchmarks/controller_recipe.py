@@ -48,8 +48,6 @@ CANDIDATES = {
     "12x48-eval100-seed0": {"rounds": 12, "episodes_per_round": 48, "eval_episodes": 100, "seed": 0},
     "8x48-eval40-seed0-fingers": {"rounds": 8, "episodes_per_round": 48, "eval_episodes": 40, "seed": 0,
                                   "options": FINGERS},
-    "12x48-eval100-seed0-fingers": {"rounds": 12, "episodes_per_round": 48, "eval_episodes": 100, "seed": 0,
-                                    "options": FINGERS},
 }
 """Budget (rounds x episodes a round), per-round evaluation episodes (which pick the run's ``policy.pt``: DAgger's
 own validation episodes), seed (network init and minibatches) and further ``grasp-s2r dagger`` options of each
