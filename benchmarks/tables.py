@@ -43,6 +43,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "controller_recipe": prose.controller_recipe_table,
     "camera_mount": prose.camera_mount_table,
     "gripper_input": prose.gripper_input_table,
+    "gripper_head": prose.gripper_head_table,
     **{name: functools.partial(r.transcribed_table, name) for name in r.TRANSCRIBED},
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""

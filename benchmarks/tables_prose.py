@@ -244,3 +244,16 @@ def gripper_input_table(d: Path) -> str:
     rows = [(f"`{arm}`", *(format_rate(r["successes"], r["episodes"]) for r in a["rows"])) for arm, a in arms.items()]
     columns = ("arm (ground-truth masks)", *(f"±{mm:g} mm / ±{mm / 2:g}°" for mm in levels))
     return md_table(columns, rows) + "\n\n" + provenance(name, res)
+
+
+def gripper_head_table(d: Path) -> str:
+    """The shipped gripper head's fingers' masks on validation and held-out composites."""
+    res = load("bench_gripper_head", d)
+    if res is None:
+        return not_measured("bench_gripper_head")
+    m = res["figures"]["metrics"]
+    names = {"val": "val (training photos, other episodes)", "heldout": "heldout (held-out photos and episodes)"}
+    rows = [(names.get(k, k), v["images"], f"{v['precision']:.3f}", f"{v['recall']:.3f}", f"{v['iou']:.3f}")
+            for k, v in m.items()]
+    return md_table(("set", "images", "precision", "recall", "IoU"), rows) + "\n\n" + provenance(
+        "bench_gripper_head", res)

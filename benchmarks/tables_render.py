@@ -32,6 +32,7 @@ COMMANDS = {
     "pipeline_recipe": "python benchmarks/pipeline_recipe.py --pipeline runs/bench-pipeline",
     "controller_recipe": "python benchmarks/controller_recipe.py --ship",
     "bench_camera_mount": "python benchmarks/bench_camera_mount.py",
+    "bench_gripper_head": "python benchmarks/bench_gripper_head.py",
     "compare_gripper_input-gt": "python benchmarks/compare_gripper_input.py --masks gt",
     **{f"bench_expert_search-{s}": f"python benchmarks/bench_expert_search.py --scenario {s} --episodes {n}"
        for s, n in (("nominal", 1000), ("teleport", 500), ("start-out-of-view", 500))},
