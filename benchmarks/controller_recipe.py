@@ -14,7 +14,6 @@ test seeds report (``bench_eval.py``). Writes ``benchmarks/results/controller_re
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shlex
 import shutil
@@ -29,7 +28,7 @@ from grasp_s2r.cli import build_parser
 from grasp_s2r.control import cli_dagger
 from grasp_s2r.control.dagger import DaggerConfig, run_dagger
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import atomic_write, file_sha256
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.sim.config import control_env_config
@@ -75,7 +74,7 @@ def _dagger_minutes(out: Path, seconds_now: float) -> float:
 
 def _validation(policy_path: Path, masks, args: argparse.Namespace) -> dict[str, dict]:
     """The controller's validation figures, measured once per controller file (cached beside it by its sha256)."""
-    digest = hashlib.sha256(policy_path.read_bytes()).hexdigest()[:16]
+    digest = file_sha256(policy_path)
     cache = policy_path.parent / f"validation-{args.episodes}.json"
     if cache.is_file():
         stored = json.loads(cache.read_text())

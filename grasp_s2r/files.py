@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -10,6 +11,12 @@ from pathlib import Path
 from typing import Self
 
 from grasp_s2r import __version__
+
+
+def file_sha256(path: Path | str) -> str:
+    """The first 16 hex digits of the sha256 of a file's bytes: what names a checkpoint's content (a segmenter's in
+    ``runtime.masks.mask_source_identity`` and in the gripper head it carries; a controller's validation cache)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
-import controller_recipe  # noqa: E402  benchmarks/ is not a package: imported from its folder
+import controller_recipe  # benchmarks/ is not a package: imported from its folder
 
-from grasp_s2r.control.dagger import LOST_SPHERE_RECIPE  # noqa: E402
+from grasp_s2r.control.dagger import LOST_SPHERE_RECIPE
 
 
 def test_every_candidate_command_runs_the_lost_sphere_recipe_with_its_budget_and_seed():

@@ -4,13 +4,13 @@ asked for."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from grasp_s2r.agent import SegmenterMasks
+from grasp_s2r.files import file_sha256
 
 MaskInput = Literal["predicted", "gt"]
 """The controller's input mask: the segmenter's prediction or the ground truth."""
@@ -59,7 +59,7 @@ def mask_source_identity(kind: str, vision_checkpoint: str = "") -> dict[str, st
     if kind != "predicted":
         return {"kind": kind}
     path = checkpoint_path(vision_checkpoint)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "missing"
+    digest = file_sha256(path) if path.is_file() else "missing"
     return {"kind": kind, "segmenter_sha256": digest}
 
 

@@ -14,7 +14,7 @@ Checkpoint format (a ``torch.save``'d dict, readable with ``weights_only=True``)
     width             channels of the features it reads (the segmenter's ``UNet.width``)
     dilations         the dilation of each 3 x 3 block (:class:`GripperHead`)
     threshold         probability above which a pixel is a finger's
-    segmenter_sha256  ``segmenter.file_sha256`` of the segmenter checkpoint it was trained on: it is attached to
+    segmenter_sha256  ``files.file_sha256`` of the segmenter checkpoint it was trained on: it is attached to
                       that segmenter only
     config            the training config (``GripperTrainConfig`` as a dict)
     metrics           precision / recall / IoU of the fingers' mask on validation and held-out composites

@@ -20,7 +20,6 @@ gripper fingers' mask too (:meth:`Segmenter.predict_gripper`, :attr:`Segmenter.h
 
 from __future__ import annotations
 
-import hashlib
 import io
 import warnings
 from collections.abc import Callable
@@ -35,7 +34,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from grasp_s2r.devices import default_device
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import atomic_write, file_sha256
 from grasp_s2r.vision.model import build_model, to_input_tensor
 
 FORMAT_NAME = "grasp_s2r.segmenter"
@@ -55,12 +54,6 @@ class CheckpointError(ValueError):
 def default_checkpoint_path() -> Path:
     """The small checkpoint shipped inside the package (64x64 px, embedded default backgrounds)."""
     return Path(str(resources.files("grasp_s2r") / "weights" / "segmenter_64px.pt"))
-
-
-def file_sha256(path: Path | str) -> str:
-    """The first 16 hex digits of the sha256 of a file's bytes: what names a segmenter checkpoint's content (the
-    digest of ``runtime.masks.mask_source_identity``, and the one a gripper head records)."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 def make_checkpoint(model: nn.Module, *, architecture: str, arch_kwargs: dict[str, Any], input_hw: tuple[int, int],
