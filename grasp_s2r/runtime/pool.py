@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 from tqdm import tqdm
 
-from grasp_s2r.agent import learner_step, reads_memory
+from grasp_s2r.agent import learner_step, reads_gripper, reads_memory
 from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.expert.fsm import ExpertConfig
 from grasp_s2r.interrupts import children_ignore_interrupts
@@ -152,6 +152,7 @@ class RolloutPool:
         if policy is None and any(r.actor.queries_learner for r in requests):
             raise ValueError("a policy is needed for episodes in which the learner acts")
         with_memory = reads_memory(policy)  # the memory is kept only for a controller that reads it
+        with_fingers = reads_gripper(policy)  # and the fingers' masks stacked only for one that reads them
         queue = deque(enumerate(requests))
         active: dict[int, _Active] = {}
         obs: dict[int, dict[str, Any]] = {}
@@ -179,7 +180,7 @@ class RolloutPool:
                               for w in ids])
             query = [j for j, w in enumerate(ids) if active[w].request.actor.queries_learner]
             memory = np.stack([active[w].memory.features() for w in ids]) if with_memory else None
-            gripper = np.stack([obs[w]["gripper_mask"] for w in ids])
+            gripper = np.stack([obs[w]["gripper_mask"] for w in ids]) if with_fingers else None
             step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query, memory=memory,
                                 gt_gripper=gripper)
             input_masks, learner = step.masks, step.actions
