@@ -110,7 +110,7 @@ def check_inputs(cfg: DaggerConfig) -> None:
             source = make_mask_source(cfg.masks, cfg.vision_checkpoint, "cpu")
         except VisionUnavailable as e:
             raise UsageError(str(e)) from None
-        if cfg.policy.gripper and not getattr(getattr(source, "segmenter", None), "has_gripper_head", False):
+        if cfg.policy.gripper and not source.segmenter.has_gripper_head:
             raise UsageError("--gripper-input with predicted masks needs a segmenter that predicts the fingers' mask: "
                              "the packaged gripper head was not trained on this --vision (train one with "
                              "'grasp-s2r train-gripper --vision CKPT'), or use --masks gt")
