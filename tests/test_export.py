@@ -152,7 +152,9 @@ def test_lerobot_folder_follows_the_v2_1_layout_and_reads_back(sources, tmp_path
 
 
 def test_lerobot_parquet_decodes_with_hf_datasets_as_lerobot_loads_it(sources, tmp_path):
-    datasets = pytest.importorskip("datasets")
+    import datasets  # Hugging Face's (the dev extra): a regular package wins over the repository's datasets/ folder
+
+    assert hasattr(datasets, "load_dataset"), f"imported {datasets.__path__}, not Hugging Face datasets"
     out = tmp_path / "lerobot"
     export_lerobot(read_source(sources["demos"]), out)
     ds = datasets.load_dataset("parquet", data_dir=str(out / "data"), split="train", cache_dir=str(tmp_path / "hf"))
