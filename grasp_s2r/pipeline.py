@@ -19,10 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grasp_s2r import __version__
+from grasp_s2r.cpu import cpu_info
 from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.options import Option, UsageError, add_options, config_from_options, positive_int
 
-PIPELINE_FORMAT_VERSION = 3
+PIPELINE_FORMAT_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     from grasp_s2r.vision.metrics import format_suite_table
     from grasp_s2r.vision.segmenter import default_checkpoint_path
     from grasp_s2r.vision.suites import SUITES
-    from grasp_s2r.vision.train import SegmenterTrainConfig, train
+    from grasp_s2r.vision.train import RUNTIME_FILE, SegmenterTrainConfig, train
 
     torch.set_num_threads(max(1, cfg.workers))
     out = Path(cfg.out)
@@ -138,15 +139,23 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     print(results_table(results))
     seconds["eval"] = time.perf_counter() - t
 
+    runtime_file = vision_dir / RUNTIME_FILE
+    vision_sessions = json.loads(runtime_file.read_text())["sessions"] if runtime_file.is_file() else []
     summary = {
         "format_version": PIPELINE_FORMAT_VERSION, "package_version": __version__, "config": asdict(cfg),
+        "machine": {"cpu": cpu_info().describe(), "torch": torch.__version__},
+        "train_vision_sessions": vision_sessions,
         "seconds": seconds, "expert_success": c.successes / max(c.episodes, 1),
         "vision": {suite: {k: m[k] for k in ("precision", "recall", "iou", "found_rate", "false_detection_rate")}
                    for suite, m in vision_report["suites"].items()},
         "dagger_last_round": d.rows[-1], "eval": results,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    print(f"\npipeline finished in {sum(seconds.values()) / 60:.1f} min; summary in {out / 'summary.json'}")
+    print(f"\npipeline finished in {sum(seconds.values()) / 60:.1f} min on {cpu_info().describe()}; summary in "
+          f"{out / 'summary.json'}")
+    if vision_sessions:
+        last = vision_sessions[-1]
+        print(f"segmenter trained in {last['precision']} ({last['precision_reason']}) on {last['device']}")
     print("end to end: " + "; ".join(f"{name} {format_rate(r['successes'], r['episodes'])}"
                                      for name, r in results["conditions"].items()))
     return summary

@@ -10,7 +10,7 @@ differing field); opening one without writes it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +32,12 @@ class RunRecord:
         return self.path.is_file()
 
     def open(self, identity: Mapping[str, Any], config: Mapping[str, Any], *, hint: str,
-             defaults: Mapping[str, Any] | None = None) -> None:
+             defaults: Mapping[str, Any] | None = None, ignore: Iterable[str] = ()) -> None:
         """Write the record, or check that the stored one is this run (same format and version, same identity) and
         record the config as now asked (e.g. more steps or rounds).
         ``defaults``: the values of identity fields added since a stored record was written (the value that
-        reproduces runs made before the field existed). ``hint`` ends a refusal (what to do instead)."""
+        reproduces runs made before the field existed). ``ignore``: fields a stored identity may hold that are no
+        longer part of one (not compared). ``hint`` ends a refusal (what to do instead)."""
         identity = json.loads(json.dumps(dict(identity)))
         config = json.loads(json.dumps(dict(config)))
         if self.exists():
@@ -46,7 +47,8 @@ class RunRecord:
                                  f"v{old.get('format_version')}, this grasp_s2r writes {self.fmt} v{self.version}; "
                                  f"{hint}")
             stored = {**json.loads(json.dumps(dict(defaults or {}))), **old.get("identity", {})}
-            check_same(stored, identity, f"{self.path.parent} holds {self.what}", hint, error=self.error)
+            check_same(stored, identity, f"{self.path.parent} holds {self.what}", hint, ignore=ignore,
+                       error=self.error)
             if old.get("config") == config:
                 return
             identity = old["identity"]  # the same run: its identity as first written, its config as now asked

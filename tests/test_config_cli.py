@@ -158,9 +158,16 @@ def test_an_old_vision_run_still_resumes():
     from grasp_s2r.vision.train import SegmenterTrainConfig, TrainError, _check_resume, _run_config
 
     split = OLD["vision_run_config"]["background_split"]
-    _check_resume(OLD["vision_run_config"], _run_config(SegmenterTrainConfig(steps=500), split))  # steps may grow
+    whole_images = {"crop_px": 0, "full_size_share": 0.0}  # runs made before crop training trained so
+    _check_resume(OLD["vision_run_config"], _run_config(SegmenterTrainConfig(steps=500, **whole_images), split))
     with pytest.raises(TrainError, match=r"lr: stored 0\.003, asked 0\.001"):
-        _check_resume(OLD["vision_run_config"], _run_config(SegmenterTrainConfig(lr=1e-3), split))
+        _check_resume(OLD["vision_run_config"], _run_config(SegmenterTrainConfig(lr=1e-3, **whole_images), split))
+    with pytest.raises(TrainError, match=r"crop_px: stored 0, asked 32"):  # today's defaults: named, refused
+        _check_resume(OLD["vision_run_config"], _run_config(SegmenterTrainConfig(), split))
+    # a fine-tune (--init) trains on whole images by default, as runs before crop training did
+    finetune = SegmenterTrainConfig(init_checkpoint="x.pt")
+    assert (finetune.crop_px, finetune.full_size_share, finetune.crop_steps) == (0, 0.0, 0)
+    assert SegmenterTrainConfig().crop_px == 32 and SegmenterTrainConfig(crop_px=16, init_checkpoint="x.pt").crop_px == 16
 
 
 def test_the_shipped_weights_configs_load_with_the_one_serializer():

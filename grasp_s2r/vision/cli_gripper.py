@@ -51,7 +51,8 @@ OPTIONS = (
     Option("--val-images", "validation composites (training photos, other episodes)", "val_images",
            type=positive_int),
     Option("--heldout-images", "held-out composites (held-out photos)", "heldout_images", type=positive_int),
-    Option("--workers", "DataLoader worker processes making composites", "workers", type=non_negative_int),
+    Option("--workers", "DataLoader worker processes making composites (0: in-process)", "workers",
+           type=non_negative_int, show=lambda w: "auto: 1 on a CPU of 2+ cores" if w is None else str(w)),
 )
 
 

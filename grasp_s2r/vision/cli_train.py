@@ -39,7 +39,15 @@ OPTIONS = (
     Option("--seed", "seed of weights and composites", "seed", type=non_negative_int),
     Option("--val-every", "validate (and checkpoint) every N steps", "val_every", also=("checkpoint_every",),
            type=positive_int),
-    Option("--workers", "DataLoader worker processes", "workers", type=int),
+    Option("--workers", "DataLoader worker processes making composites (0: in-process)", "workers", type=int,
+           show=lambda w: "auto: 1 on a CPU of 2+ cores, the step on the others" if w is None else str(w)),
+    Option("--crop-px", "train on crops of this many px (0: whole images at every step)", "crop_px",
+           type=non_negative_int, metavar="PX",
+           show=lambda c: "32 from random weights, 0 with --init" if c is None else str(c)),
+    Option("--crops-per-composite", "crops cut from each composite", "crops_per_composite", type=positive_int),
+    Option("--crop-sphere-share", "share of the crops placed around the sphere", "crop_sphere_share", type=float),
+    Option("--full-size-share", "share of the steps, the last ones, on whole images (with crops)",
+           "full_size_share", type=float),
     Option("--init", "start from this segmenter checkpoint's weights (fine-tuning; same --arch/--width/"
            "--image-size)", "init_checkpoint", convert=lambda p: str(Path(p).resolve()),
            show=lambda c: c or "none: random weights"),
@@ -72,8 +80,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=torch_device, default=None,
                         help="torch device (default: cuda when present, else cpu)")
     parser.add_argument("--amp", choices=("auto", "on", "off"), default="auto",
-                        help="bf16 mixed precision (auto: on CUDA and on CPUs with AMX)")
-    parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
+                        help="bf16 mixed precision (auto: on CUDA; on a CPU with AVX-512 BF16 or AMX where a short "
+                             "probe of the step finds it faster than fp32)")
+    parser.add_argument("--threads", type=positive_int, default=None,
+                        help="torch CPU threads of the step (default: the cores the --workers leave)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     add_tensorboard_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -131,14 +141,13 @@ def _check_inputs(cfg: SegmenterTrainConfig, args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     cfg = config_from_args(args)
     device = torch.device(args.device) if args.device else None  # checked by the parser (options.torch_device)
     try:
         _check_inputs(cfg, args)
         final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device, amp=args.amp,
-                      progress=not args.no_progress, tensorboard=resolve_logdir(args.tensorboard, args.out))
+                      threads=args.threads, progress=not args.no_progress,
+                      tensorboard=resolve_logdir(args.tensorboard, args.out))
     except (TrainError, BackgroundError, TensorBoardUnavailable) as e:
         raise UsageError(str(e)) from None
     print(f"train-vision: wrote {final} (curve: {args.out / 'curve.png'}, composites: {args.out / 'composites.png'})")

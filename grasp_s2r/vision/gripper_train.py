@@ -32,10 +32,12 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from grasp_s2r.configs import to_dict
+from grasp_s2r.cpu import available_cores, split_cores
 from grasp_s2r.drawing import save_overlay_grid
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
 from grasp_s2r.sim.config import EnvConfig
+from grasp_s2r.train_speed import StepThreads, to_memory_format, use_channels_last
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
 from grasp_s2r.vision.gripper import (
@@ -48,7 +50,7 @@ from grasp_s2r.vision.gripper import (
 from grasp_s2r.vision.metrics import pixel_metrics
 from grasp_s2r.vision.model import to_input_tensor
 from grasp_s2r.vision.segmenter import CheckpointError, Segmenter, default_checkpoint_path
-from grasp_s2r.vision.train import segmentation_loss
+from grasp_s2r.vision.train_config import segmentation_loss
 
 HEAD_FILE = "gripper_head.pt"
 REPORTED = ("precision", "recall", "iou", "f1", "mean_iou", "images")
@@ -94,8 +96,9 @@ class GripperTrainConfig:
     """Validation composites (training photos, episodes no training step draws)."""
     heldout_images: int = 256
     """Held-out composites (held-out photos and episodes)."""
-    workers: int = 0
-    """DataLoader worker processes making composites (spawned); 0 = in-process."""
+    workers: int | None = None
+    """DataLoader worker processes making composites (spawned); 0 = in-process; None = automatic: one on a CPU of two
+    or more cores, the frozen segmenter's forward and the head's step on the others (:func:`grasp_s2r.cpu.split_cores`)."""
     data: DataConfig = TRAINING_DATA
     """How composites are made: the segmenter's training recipe."""
 
@@ -114,7 +117,7 @@ class GripperTrainConfig:
             check_dilations(self.dilations)
         except ValueError as e:
             raise GripperTrainError(str(e)) from None
-        if not 0 <= self.workers <= 64:
+        if self.workers is not None and not 0 <= self.workers <= 64:
             raise GripperTrainError(f"workers must be in [0, 64], got {self.workers}")
         if not 0.0 <= self.dice_weight < math.inf:
             raise GripperTrainError(f"dice_weight must be >= 0, got {self.dice_weight}")
@@ -229,9 +232,13 @@ def _train(cfg: GripperTrainConfig, segmenter: Segmenter, out: Path, progress: b
                                   backgrounds=load_backgrounds("train"), stream="train", seed=cfg.seed,
                                   length=cfg.steps * cfg.batch_size)
     sets = evaluation_sets(cfg, hw)
-    loader = DataLoader(train_set, batch_size=cfg.batch_size, shuffle=False, num_workers=cfg.workers,
-                        multiprocessing_context="spawn" if cfg.workers > 0 else None,
-                        worker_init_fn=_worker_init if cfg.workers > 0 else None)
+    workers, threads = split_cores(available_cores(), cfg.workers)
+    channels_last = use_channels_last(device)  # the frozen U-Net's convolutions; fp32, as it runs when deployed
+    if channels_last:
+        segmenter.model.to(memory_format=torch.channels_last)
+    loader = DataLoader(train_set, batch_size=cfg.batch_size, shuffle=False, num_workers=workers,
+                        multiprocessing_context="spawn" if workers > 0 else None,
+                        worker_init_fn=_worker_init if workers > 0 else None)
     optimizer = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     log_every = max(1, cfg.steps // 20)
     history, losses, step, t0 = [], [], 0, time.perf_counter()
@@ -239,28 +246,29 @@ def _train(cfg: GripperTrainConfig, segmenter: Segmenter, out: Path, progress: b
     with children_ignore_interrupts():
         batches = iter(loader)
     head.train()
-    try:
-        for x, y in batches:
-            for group in optimizer.param_groups:
-                group["lr"] = cfg.lr * _lr_factor(step, cfg.steps)
-            x, y = x.to(device), y.to(device)
-            with torch.no_grad():
-                features = segmenter.model.features(x)
-            loss = segmentation_loss(head(features), y, cfg.dice_weight)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-            step += 1
-            bar.update(1)
-            if step % log_every == 0 or step == cfg.steps:
-                history.append({"step": step, "elapsed_s": round(time.perf_counter() - t0, 2),
-                                "train_loss": float(np.mean(losses))})
-                bar.set_postfix(loss=f"{history[-1]['train_loss']:.3f}")
-                losses = []
-    finally:
-        bar.close()
-        train_set.close()
+    with StepThreads(threads if device.type == "cpu" else None):
+        try:
+            for x, y in batches:
+                for group in optimizer.param_groups:
+                    group["lr"] = cfg.lr * _lr_factor(step, cfg.steps)
+                x, y = to_memory_format(x.to(device), channels_last), y.to(device)
+                with torch.no_grad():
+                    features = segmenter.model.features(x)
+                loss = segmentation_loss(head(features), y, cfg.dice_weight)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+                step += 1
+                bar.update(1)
+                if step % log_every == 0 or step == cfg.steps:
+                    history.append({"step": step, "elapsed_s": round(time.perf_counter() - t0, 2),
+                                    "train_loss": float(np.mean(losses))})
+                    bar.set_postfix(loss=f"{history[-1]['train_loss']:.3f}")
+                    losses = []
+        finally:
+            bar.close()
+            train_set.close()
     head.eval()
     segmenter.gripper_head, segmenter.gripper_threshold = head, cfg.threshold
     results = measure(segmenter, sets)

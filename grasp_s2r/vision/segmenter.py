@@ -64,7 +64,7 @@ def make_checkpoint(model: nn.Module, *, architecture: str, arch_kwargs: dict[st
         "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "architecture": architecture,
         "arch_kwargs": dict(arch_kwargs), "input_hw": [int(input_hw[0]), int(input_hw[1])],
         "background_split": background_split, "config": config, "step": int(step), "history": list(history),
-        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "state_dict": {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},  # NCHW as saved
     }
     if optimizer is not None:
         ckpt["optimizer"] = optimizer

@@ -1,5 +1,10 @@
 """Training of the segmentation network on composites made on the fly; resumable.
 
+A run from random weights trains on crops of the composites (``crop_px``, :mod:`grasp_s2r.vision.crops`) and ends
+with a short phase on whole images (``full_size_share``); a fine-tune trains on whole images. On a CPU it runs
+channels_last, in bf16 where that pays, with the composites made in a worker process on another core
+(:mod:`grasp_s2r.train_speed`).
+
 Run folder layout::
 
     OUT/run.json               the run's identity (checked on --resume, ``grasp_s2r.run_record`` as DAgger's) and
@@ -8,6 +13,7 @@ Run folder layout::
     OUT/model.pt               final weights (the file ``eval-vision --model`` and the controller load)
     OUT/curve.csv, curve.png   training loss and validation precision / recall / IoU per step
     OUT/composites.png         the first training composites with their masks, to look at
+    OUT/runtime.json           per session (a resume starts one): device, precision and why, cores, the CPU
 """
 
 from __future__ import annotations
@@ -15,30 +21,31 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from grasp_s2r.configs import check_same, to_dict, to_json
+from grasp_s2r.configs import check_same, to_json
+from grasp_s2r.cpu import available_cores, cpu_info, split_cores
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import save_composite_grid, save_training_curve
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
 from grasp_s2r.run_record import RunRecord
 from grasp_s2r.tblog import TBLogger
+from grasp_s2r.train_speed import AMP_CHOICES, StepThreads, choose_precision, to_memory_format, use_channels_last
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.calibrate import calibrate_checkpoint
-from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for, make_composites
+from grasp_s2r.vision.crops import CropDataset, flatten_crops
+from grasp_s2r.vision.dataset import CompositeDataset, env_config_for, make_composites
 from grasp_s2r.vision.metrics import pixel_metrics
-from grasp_s2r.vision.model import ARCHITECTURES, Architecture, build_model, count_parameters, to_input_tensor
+from grasp_s2r.vision.model import build_model, count_parameters, to_input_tensor
 from grasp_s2r.vision.segmenter import (
     THRESHOLD,
     CheckpointError,
@@ -46,98 +53,11 @@ from grasp_s2r.vision.segmenter import (
     read_checkpoint,
     write_checkpoint,
 )
+from grasp_s2r.vision.train_config import SegmenterTrainConfig, TrainError, lr_factor, segmentation_loss
 
 VISION_RUN_FORMAT = "grasp_s2r.vision_run"
 RUN_FORMAT_VERSION = 1
 CURVE_FIELDS = ("step", "elapsed_s", "lr", "train_loss", "val_precision", "val_recall", "val_iou")
-
-
-class TrainError(ValueError):
-    """A training run that cannot start (existing run without --resume, changed config, bad options)."""
-
-
-@dataclass(frozen=True)
-class SegmenterTrainConfig:
-    """One ``train-vision`` run; saved in ``run.json`` and in every checkpoint."""
-
-    architecture: Architecture = "unet"
-    """Network name (see ``model.ARCHITECTURES``)."""
-    width: int = 12
-    """U-Net channels at full resolution (ignored by other architectures)."""
-    depth: int = 3
-    """U-Net poolings (ignored by other architectures)."""
-    image_size_px: int = 64
-    """Square input resolution = wrist camera resolution of the rendered views."""
-    steps: int = 3000
-    """Optimizer steps in total (a resumed run continues up to this)."""
-    batch_size: int = 32
-    """Composites per step."""
-    lr: float = 3e-3
-    """Peak learning rate (AdamW; linear warm-up, then cosine decay to 5 %)."""
-    warmup_steps: int = 100
-    """Linear warm-up of the learning rate (at most a fifth of ``steps``)."""
-    weight_decay: float = 1e-4
-    """AdamW weight decay."""
-    dice_weight: float = 1.0
-    """Weight of the soft Dice loss (the target covers 0-20 % of the image) added to the BCE."""
-    dice_per_image: bool = False
-    """Dice computed per image and averaged (every sphere, small or large, and every empty image weighs the same)
-    instead of over the whole batch (large spheres dominate)."""
-    seed: int = 0
-    """Seed of the initial weights and of every composite (train and validation streams)."""
-    val_every: int = 250
-    """Validate and write the curve every this many steps."""
-    val_images: int = 256
-    """Validation composites (training photos, episode seeds disjoint from training)."""
-    checkpoint_every: int = 250
-    """Write ``checkpoint-latest.pt`` every this many steps."""
-    workers: int = 0
-    """DataLoader worker processes (spawned; each renders with its own PyBullet client); 0 = in-process."""
-    data: DataConfig = TRAINING_DATA
-    """How composites are made: the background mixture, re-shading and distractors of ``TRAINING_DATA``
-    (camouflage and recolouring: options, off by default, see docs/vision.md)."""
-    init_checkpoint: str = ""
-    """Segmenter checkpoint whose weights start the run (fine-tuning); "" = random initial weights."""
-    calibration_images: int = 0
-    """Validation composites (training photos) on which the final model's break-even threshold is chosen
-    (``vision/calibrate.py``); 0 = keep the threshold at 0.5 (the default: see docs/vision.md, *Operating point*)."""
-
-    def __post_init__(self) -> None:
-        if self.architecture not in ARCHITECTURES:
-            raise TrainError(f"architecture must be one of {', '.join(ARCHITECTURES)}, got {self.architecture!r}")
-        if self.image_size_px % 8 or self.image_size_px < 16:
-            raise TrainError(f"image size must be a multiple of 8 and at least 16, got {self.image_size_px}")
-        if self.calibration_images < 0:
-            raise TrainError(f"calibration_images must be >= 0, got {self.calibration_images}")
-
-    @property
-    def arch_kwargs(self) -> dict[str, Any]:
-        return {"width": self.width, "depth": self.depth} if self.architecture == "unet" else {}
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_dict(self)
-
-
-def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: float,
-                      per_image: bool = False) -> torch.Tensor:
-    """BCE + ``dice_weight`` x soft Dice; logits and target float (N, 1, H, W).
-
-    The Dice is over the whole batch, or with ``per_image`` over each image (smoothed by 1 pixel, so an empty
-    target image costs ``1 - 1 / (1 + predicted area)``) and then averaged.
-    """
-    bce = F.binary_cross_entropy_with_logits(logits, target)
-    p = torch.sigmoid(logits)
-    dims = (1, 2, 3) if per_image else (0, 1, 2, 3)
-    dice = 1.0 - (2.0 * (p * target).sum(dims) + 1.0) / (p.sum(dims) + target.sum(dims) + 1.0)
-    return bce + dice_weight * dice.mean()
-
-
-def _lr_factor(step: int, cfg: SegmenterTrainConfig) -> float:
-    warmup = max(1, min(cfg.warmup_steps, cfg.steps // 5))  # short runs warm up for a fifth of their steps
-    if step < warmup:
-        return (step + 1) / warmup
-    t = (step - warmup) / max(1, cfg.steps - warmup)
-    return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(t, 1.0)))
 
 
 @torch.inference_mode()
@@ -153,23 +73,6 @@ def predict_masks(model: torch.nn.Module, images: np.ndarray, device: torch.devi
     return np.concatenate(out) if out else np.zeros((0, *images.shape[1:3]), bool)
 
 
-def cpu_has_amx_bf16() -> bool:
-    """Whether this CPU multiplies bf16 matrices in hardware (Intel AMX): bf16 autocast then trains ~2x faster."""
-    try:
-        return "amx_bf16" in Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-
-
-def resolve_amp(amp: str, device: torch.device) -> bool:
-    """``"auto"``: bf16 autocast on CUDA and on AMX CPUs; ``"on"`` / ``"off"`` force it."""
-    if amp not in ("auto", "on", "off"):
-        raise TrainError(f"amp must be auto, on or off, got {amp!r}")
-    if amp == "auto":
-        return device.type == "cuda" or (device.type == "cpu" and cpu_has_amx_bf16())
-    return amp == "on"
-
-
 def _write_curve_csv(history: list[dict[str, float]], path: Path) -> None:
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=CURVE_FIELDS)
@@ -183,10 +86,27 @@ def _run_config(cfg: SegmenterTrainConfig, split: dict[str, list[str]]) -> dict[
             "env": env_config_for(cfg.image_size_px).to_dict(), "background_split": split}
 
 
+RUNTIME_FILE = "runtime.json"
+"""How each session of a run used its machine (:func:`_record_session`)."""
+RUNTIME_FIELDS = ("steps", "workers")
+"""Training-config fields that are not part of a run's identity: the step count (which may grow on resume) and how
+the data is made (the same items either way)."""
+LEGACY_DEFAULTS = {"crop_px": 0, "full_size_share": 0.0}
+"""The values of identity fields added since older runs were made that reproduce those runs (they trained on whole
+images at every step): a resumed old run is checked, and continues, with them."""
+
+
 def _identity(run_cfg: dict[str, Any]) -> dict[str, Any]:
-    """What defines a vision run's results (``run.json``'s identity): its training config but the step count (which
-    may grow on resume), and the photos it trains on."""
-    return {**{k: v for k, v in run_cfg["train"].items() if k != "steps"}, "background_photos": run_cfg["background_split"]}
+    """What defines a vision run's results (``run.json``'s identity): its training config but
+    :data:`RUNTIME_FIELDS`, and the photos it trains on."""
+    train_cfg = {k: v for k, v in run_cfg["train"].items() if k not in RUNTIME_FIELDS}
+    return {**train_cfg, "background_photos": run_cfg["background_split"]}
+
+
+def _identity_defaults() -> dict[str, Any]:
+    """Identity fields a stored record may lack, with the values that reproduce the runs made before them."""
+    defaults = {k: v for k, v in to_json(SegmenterTrainConfig()).items() if k not in RUNTIME_FIELDS}
+    return {**defaults, **LEGACY_DEFAULTS}
 
 
 def _run_record(out_dir: Path) -> RunRecord:
@@ -198,11 +118,10 @@ RESUME_HINT = "use the original options or another --out"
 
 def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
     """The resume check of runs made before ``run.json`` (their config is in ``checkpoint-latest.pt``)."""
-    defaults = to_json(SegmenterTrainConfig())  # fields added since the run started take their defaults
     saved, new = json.loads(json.dumps(saved)), json.loads(json.dumps(new))
-    check_same({**defaults, **saved["train"], "background_photos": saved["background_split"]},
+    check_same({**_identity_defaults(), **saved["train"], "background_photos": saved["background_split"]},
                {**new["train"], "background_photos": new["background_split"]}, "--resume of a run made",
-               RESUME_HINT, ignore=("steps",), error=TrainError)
+               RESUME_HINT, ignore=RUNTIME_FIELDS, error=TrainError)
 
 
 def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
@@ -227,16 +146,60 @@ def _load_initial_weights(model: torch.nn.Module, cfg: SegmenterTrainConfig) -> 
 
 
 def train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
-          device: torch.device | None = None, amp: str = "auto", progress: bool = True,
+          device: torch.device | None = None, amp: str = "auto", threads: int | None = None, progress: bool = True,
           tensorboard: Path | None = None) -> Path:
     """Train (or resume) into ``out_dir``; returns the path of the final ``model.pt``.
 
-    ``device`` and ``amp`` (bf16 mixed precision, see :func:`resolve_amp`) are runtime choices: a run
-    may be resumed on another device or precision. ``tensorboard``: a folder for TensorBoard logs (``tblog``).
+    ``device``, ``amp`` (bf16 mixed precision: :func:`grasp_s2r.train_speed.choose_precision`) and ``threads``
+    (torch threads of the step; None = the cores the data workers leave) are runtime choices: a run may be resumed
+    on another device or precision. ``tensorboard``: a folder for TensorBoard logs (``tblog``).
     """
     with ArtifactFolder(Path(out_dir), "vision-run"), TBLogger(tensorboard) as tb:
         return _train(cfg, out_dir, resume=resume, backgrounds_dir=backgrounds_dir, device=device, amp=amp,
-                      progress=progress, tb=tb)
+                      threads=threads, progress=progress, tb=tb)
+
+
+def _cores(cfg: SegmenterTrainConfig, device: torch.device, threads: int | None) -> tuple[int, int | None]:
+    """(DataLoader workers, torch threads of the step or None to leave torch's) for ``cfg.workers`` on ``device``."""
+    if device.type != "cpu":  # the step runs on the accelerator: workers make data on the CPU's cores
+        return (min(4, max(0, available_cores() - 1)) if cfg.workers is None else cfg.workers), threads
+    workers, step_threads = split_cores(available_cores(), cfg.workers)
+    return workers, threads or step_threads
+
+
+def _data_text(workers: int, threads: int | None, device: torch.device) -> str:
+    data = f"composites made by {workers} worker process{'es' * (workers != 1)}" if workers else \
+        "composites made in-process"
+    return data + (f", step on {threads} thread{'s' * (threads != 1)}" if device.type == "cpu" and threads else "")
+
+
+def _record_session(out_dir: Path, session: dict[str, Any]) -> None:
+    """Append how this session runs (device, precision, cores) to ``OUT/runtime.json``: a resumed run may run on
+    another machine or precision, and every session stays on record."""
+    path = out_dir / RUNTIME_FILE
+    sessions = json.loads(path.read_text())["sessions"] if path.is_file() else []
+    blob = {"format": "grasp_s2r.vision_runtime", "format_version": 1, "sessions": [*sessions, session]}
+    atomic_write(path, json.dumps(blob, indent=2).encode())
+
+
+def _probe_step(cfg: SegmenterTrainConfig, step: int, device: torch.device,
+                channels_last: bool) -> Callable[[torch.nn.Module, bool], None] | None:
+    """A forward + backward on a random batch of the shape of step ``step``'s, for the precision probe."""
+    if step >= cfg.steps:
+        return None
+    crops = step < cfg.crop_steps
+    n = cfg.batch_size * (cfg.crops_per_composite if crops else 1)
+    side = cfg.crop_px if crops else cfg.image_size_px
+    gen = torch.Generator().manual_seed(0)
+    x = to_memory_format(torch.randn(n, 3, side, side, generator=gen).to(device), channels_last)
+    y = (torch.rand(n, 1, side, side, generator=gen) > 0.97).float().to(device)
+
+    def step(model: torch.nn.Module, bf16: bool) -> None:
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(x)
+        model.zero_grad(set_to_none=True)
+        segmentation_loss(logits.float(), y, cfg.dice_weight, cfg.dice_per_image).backward()
+    return step
 
 
 def _dataloader_worker_init(worker_id: int) -> None:
@@ -245,12 +208,13 @@ def _dataloader_worker_init(worker_id: int) -> None:
 
 
 def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
-          device: torch.device | None = None, amp: str = "auto", progress: bool = True,
+          device: torch.device | None = None, amp: str = "auto", threads: int | None = None, progress: bool = True,
           tb: TBLogger | None = None) -> Path:
     out_dir = Path(out_dir)
     tb = tb or TBLogger(None)
     device = device or default_device()
-    use_amp = resolve_amp(amp, device)
+    if amp not in AMP_CHOICES:
+        raise TrainError(f"amp must be one of {', '.join(AMP_CHOICES)}, got {amp!r}")
     latest = out_dir / "checkpoint-latest.pt"
     split = split_names(backgrounds_dir)
     run_cfg = _run_config(cfg, split)
@@ -262,20 +226,11 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     record = _run_record(out_dir)
     if not resume:  # a new run: the record of one that never reached its first checkpoint is replaced
         record.path.unlink(missing_ok=True)
+        (out_dir / RUNTIME_FILE).unlink(missing_ok=True)
         record.open(_identity(run_cfg), run_cfg, hint=RESUME_HINT)
 
-    # make data: on-the-fly training stream, fixed validation set (training photos, other episode seeds)
-    torch.manual_seed(cfg.seed)
-    env_cfg = env_config_for(cfg.image_size_px)
-    train_photos = load_backgrounds("train", backgrounds_dir)
-    train_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="train",
-                                 seed=cfg.seed, length=cfg.steps * cfg.batch_size)
-    val_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="val",
-                               seed=cfg.seed, length=cfg.val_images)
-    val_images, val_masks = make_composites(val_set, cfg.val_images, desc="validation composites")
-    val_set.close()
-
     # make network and optimizer, or restore them
+    torch.manual_seed(cfg.seed)
     model = build_model(cfg.architecture, **cfg.arch_kwargs).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     step, history, elapsed0 = 0, [], 0.0
@@ -287,8 +242,8 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
         except CheckpointError as e:
             raise TrainError(str(e)) from None
         if record.exists():
-            defaults = {k: v for k, v in to_json(SegmenterTrainConfig()).items() if k != "steps"}
-            record.open(_identity(run_cfg), run_cfg, hint=RESUME_HINT, defaults=defaults)
+            record.open(_identity(run_cfg), run_cfg, hint=RESUME_HINT, defaults=_identity_defaults(),
+                        ignore=RUNTIME_FIELDS)
         else:  # a run made before run.json: checked against its checkpoint's config, then recorded
             _check_resume(ckpt["config"], run_cfg)
             record.open(_identity(run_cfg), run_cfg, hint=RESUME_HINT)
@@ -296,7 +251,45 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
         optimizer.load_state_dict(ckpt["optimizer"])
         step, history = int(ckpt["step"]), list(ckpt["history"])
         elapsed0 = history[-1]["elapsed_s"] if history else 0.0
-    else:
+
+    # how this machine runs it: cores for data and step, memory format, precision (probed on a batch of the first
+    # step's shape before the workers start)
+    workers, threads = _cores(cfg, device, threads)
+    channels_last = use_channels_last(device)
+    model = model.to(memory_format=torch.channels_last) if channels_last else model
+    with StepThreads(threads):
+        precision = choose_precision(amp, device, model, _probe_step(cfg, step, device, channels_last))
+    print(f"train-vision: {count_parameters(model):,} parameters on {device} ({precision.describe()}), "
+          f"{_data_text(workers, threads, device)}; steps {step} -> {cfg.steps}"
+          + (f", crops of {cfg.crop_px} px up to step {cfg.crop_steps}" if cfg.crop_steps else ""))
+    if device.type == "cpu":
+        print(f"train-vision: CPU {cpu_info().describe()}")
+    _record_session(out_dir, {"from_step": step, "device": str(device), "precision": precision.name,
+                              "precision_reason": precision.reason, "channels_last": channels_last,
+                              "workers": workers, "threads": threads,
+                              "cpu": cpu_info().describe() if device.type == "cpu" else None})
+
+    # make data: the on-the-fly training stream (crops, then whole images: composite i at step i // batch_size) in
+    # the workers, started first so that they load while this process makes the fixed validation set (training
+    # photos, other episode seeds)
+    env_cfg = env_config_for(cfg.image_size_px)
+    train_photos = load_backgrounds("train", backgrounds_dir)
+    train_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="train",
+                                 seed=cfg.seed, length=cfg.steps * cfg.batch_size)
+    dataset = CropDataset(train_set, cfg.crop_config, crop_items=cfg.crop_steps * cfg.batch_size) \
+        if cfg.crop_steps else train_set
+    loader = DataLoader(
+        dataset, batch_size=cfg.batch_size, sampler=range(step * cfg.batch_size, cfg.steps * cfg.batch_size),
+        num_workers=workers, multiprocessing_context="spawn" if workers > 0 else None,
+        worker_init_fn=_dataloader_worker_init if workers > 0 else None, pin_memory=device.type == "cuda",
+    )
+    with children_ignore_interrupts():  # the workers start here; Ctrl-C is this process's to handle
+        batches = iter(loader)
+    val_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="val",
+                               seed=cfg.seed, length=cfg.val_images)
+    val_images, val_masks = make_composites(val_set, cfg.val_images, desc="validation composites")
+    val_set.close()
+    if not resume:
         save_composite_grid([train_set.sample(i) for i in range(32)], out_dir / "composites.png")
         tb.image_file("train/composites", out_dir / "composites.png", step)
 
@@ -308,50 +301,44 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
         )
 
     # loop: one step per batch of fresh composites; validate, plot and checkpoint periodically
-    loader = DataLoader(
-        train_set, batch_size=cfg.batch_size, sampler=range(step * cfg.batch_size, cfg.steps * cfg.batch_size),
-        num_workers=cfg.workers, multiprocessing_context="spawn" if cfg.workers > 0 else None,
-        worker_init_fn=_dataloader_worker_init if cfg.workers > 0 else None,
-        pin_memory=device.type == "cuda",
-    )
     model.train()
     t0, losses = time.perf_counter(), []
     bar = tqdm(total=cfg.steps, initial=step, desc=f"train-vision {cfg.architecture}", unit="step",
                disable=not progress)
-    precision = "bf16 autocast" if use_amp else "fp32"
-    print(f"train-vision: {count_parameters(model):,} parameters on {device} ({precision}), steps {step} -> {cfg.steps}")
     step_at_start = step
-    with children_ignore_interrupts():  # the DataLoader's workers start here; Ctrl-C is this process's to handle
-        batches = iter(loader)
     try:
-        for x, y in batches:
-            for group in optimizer.param_groups:
-                group["lr"] = cfg.lr * _lr_factor(step, cfg)
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_amp):
-                logits = model(x)
-            loss = segmentation_loss(logits.float(), y, cfg.dice_weight, cfg.dice_per_image)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-            step += 1
-            bar.update(1)
-            tb.scalars(step, {"train/loss": losses[-1], "train/lr": optimizer.param_groups[0]["lr"]})
-            if step % cfg.val_every == 0 or step == cfg.steps:
-                pred = predict_masks(model, val_images, device)
-                m = pixel_metrics(pred, val_masks)
-                tb.validation(step, m, val_images, pred, val_masks)
-                history.append({"step": step, "elapsed_s": round(elapsed0 + time.perf_counter() - t0, 2),
-                                "lr": optimizer.param_groups[0]["lr"], "train_loss": float(np.mean(losses)),
-                                "val_precision": m["precision"], "val_recall": m["recall"], "val_iou": m["iou"]})
-                losses = []
-                bar.set_postfix(loss=f"{history[-1]['train_loss']:.3f}", P=f"{m['precision']:.3f}",
-                                R=f"{m['recall']:.3f}")
-                _write_curve_csv(history, out_dir / "curve.csv")
-                save_training_curve(history, out_dir / "curve.png")
-            if step % cfg.checkpoint_every == 0 or step == cfg.steps:
-                write_checkpoint(checkpoint(with_optimizer=True), latest)
+        with StepThreads(threads):
+            for x, y in batches:
+                x, y = flatten_crops(x, y)
+                for group in optimizer.param_groups:
+                    group["lr"] = cfg.lr * lr_factor(step, cfg)
+                x = to_memory_format(x.to(device, non_blocking=True), channels_last)
+                y = y.to(device, non_blocking=True)
+                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=precision.bf16):
+                    logits = model(x)
+                loss = segmentation_loss(logits.float(), y, cfg.dice_weight, cfg.dice_per_image)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+                step += 1
+                bar.update(1)
+                tb.scalars(step, {"train/loss": losses[-1], "train/lr": optimizer.param_groups[0]["lr"]})
+                if step % cfg.val_every == 0 or step == cfg.steps:
+                    pred = predict_masks(model, val_images, device)
+                    m = pixel_metrics(pred, val_masks)
+                    tb.validation(step, m, val_images, pred, val_masks)
+                    history.append({"step": step, "elapsed_s": round(elapsed0 + time.perf_counter() - t0, 2),
+                                    "lr": optimizer.param_groups[0]["lr"], "train_loss": float(np.mean(losses)),
+                                    "val_precision": m["precision"], "val_recall": m["recall"],
+                                    "val_iou": m["iou"]})
+                    losses = []
+                    bar.set_postfix(loss=f"{history[-1]['train_loss']:.3f}", P=f"{m['precision']:.3f}",
+                                    R=f"{m['recall']:.3f}")
+                    _write_curve_csv(history, out_dir / "curve.csv")
+                    save_training_curve(history, out_dir / "curve.png")
+                if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+                    write_checkpoint(checkpoint(with_optimizer=True), latest)
     except KeyboardInterrupt:  # keep what was learned since the last periodic checkpoint; resume with --resume
         if step > step_at_start:
             write_checkpoint(checkpoint(with_optimizer=True), latest)

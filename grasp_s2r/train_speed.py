@@ -1,0 +1,109 @@
+"""How a training run uses the machine it runs on: precision, memory format, and cores for data and the step.
+
+These are runtime choices, not part of a run's identity: a run may be resumed on another machine or precision.
+
+- **bf16 autocast** (``amp="auto"``): on CUDA; on a CPU only where it multiplies bf16 in hardware
+  (:func:`grasp_s2r.cpu.cpu_info`: AVX-512 BF16 or AMX) *and* a short probe of the real step shows it faster than
+  fp32 (where oneDNN lacks a fast bf16 kernel for these small convolutions it is slower; the probe costs ~2 s).
+- **channels_last** on a CPU: oneDNN's convolutions run faster on NHWC tensors (x1.3-1.8 for the U-Net's step).
+- **cores**: the data worker(s) and the step on separate cores (:func:`grasp_s2r.cpu.split_cores`).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Self
+
+import torch
+from torch import nn
+
+from grasp_s2r.cpu import cpu_info
+
+AMP_CHOICES = ("auto", "on", "off")
+BF16_MIN_GAIN = 1.05
+"""``amp="auto"`` takes bf16 on a CPU only when its probed step is at least this much faster than fp32's."""
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The precision a run trains in, and why."""
+
+    bf16: bool
+    reason: str
+
+    @property
+    def name(self) -> str:
+        return "bf16 autocast" if self.bf16 else "fp32"
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.reason})"
+
+
+def time_steps(model: nn.Module, step: Callable[[nn.Module, bool], None], bf16: bool, repeats: int = 3) -> float:
+    """Seconds of one training step (median of ``repeats`` after one warm-up) of ``step(model, bf16)``."""
+    step(model, bf16)
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        step(model, bf16)
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
+def choose_precision(amp: str, device: torch.device, model: nn.Module | None = None,
+                     step: Callable[[nn.Module, bool], None] | None = None) -> Precision:
+    """bf16 autocast or fp32 for ``amp`` ("auto", "on", "off") on ``device``.
+
+    On a CPU with bf16 in hardware, ``"auto"`` probes ``step(copy_of_model, bf16)`` (a forward + backward on a
+    batch of the run's shape) both ways and keeps bf16 only where it is :data:`BF16_MIN_GAIN` faster; without
+    ``model`` and ``step`` the hardware decides alone. ``"on"`` forces bf16 (emulated where the CPU lacks it).
+    """
+    if amp not in AMP_CHOICES:
+        raise ValueError(f"amp must be one of {', '.join(AMP_CHOICES)}, got {amp!r}")
+    if amp != "auto":
+        return Precision(amp == "on", f"--amp {amp}")
+    if device.type == "cuda":
+        return Precision(True, "CUDA")
+    if device.type != "cpu":
+        return Precision(False, f"{device.type} device")
+    cpu = cpu_info()
+    if not cpu.bf16:
+        return Precision(False, "this CPU has neither AVX-512 BF16 nor AMX")
+    hardware = "AMX" if cpu.amx_bf16 else "AVX-512 BF16"
+    if model is None or step is None:
+        return Precision(True, hardware)
+    probe = copy.deepcopy(model)
+    fp32_s, bf16_s = time_steps(probe, step, False), time_steps(probe, step, True)
+    gain = fp32_s / max(bf16_s, 1e-9)
+    return Precision(gain >= BF16_MIN_GAIN, f"{hardware}; probed step bf16 {gain:.2f}x fp32's speed")
+
+
+def use_channels_last(device: torch.device) -> bool:
+    """NHWC tensors for the convolutions: on the CPU (oneDNN); CUDA keeps its default."""
+    return device.type == "cpu"
+
+
+def to_memory_format(x: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    """``x`` (N, C, H, W) in channels_last when asked, else unchanged."""
+    return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
+
+
+class StepThreads:
+    """Sets torch's CPU threads for the step while the block runs, and restores them after (a pipeline goes on
+    with other stages)."""
+
+    def __init__(self, threads: int | None):
+        self.threads = threads
+        self._saved = 0
+
+    def __enter__(self) -> Self:
+        self._saved = torch.get_num_threads()
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        torch.set_num_threads(self._saved)
