@@ -1,6 +1,6 @@
 """Benchmark: the README's main command, timed: ``grasp-s2r pipeline`` end to end, against its targets.
 
-    python benchmarks/bench_pipeline.py --out runs/bench-pipeline [any ``grasp-s2r pipeline`` option]
+    python benchmarks/bench_pipeline.py --out runs/bench-pipeline [--no-amx] [any ``grasp-s2r pipeline`` option]
 
 Runs (or resumes) the pipeline with exactly the options of ``grasp-s2r pipeline``, then prints the
 wall time of every stage and of the whole, the segmenter's figures on every test suite, and the end-to-end
@@ -17,6 +17,10 @@ import json
 import os
 import sys
 
+import isa_cap
+
+isa_cap.cap_if_asked()  # before torch loads oneDNN; spawned DataLoader workers inherit it
+
 import torch
 from results_io import add_json_argument, write_results
 
@@ -32,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     pipeline.add_arguments(parser)
     add_json_argument(parser, "bench_pipeline")
+    isa_cap.add_argument(parser)
     args = parser.parse_args(argv)
     summary = pipeline.run_pipeline(pipeline.config_from_args(args))
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from grasp_s2r import __version__
+from grasp_s2r.cpu import cpu_info
 from grasp_s2r.files import atomic_write
 
 FORMAT = "grasp_s2r.benchmark"
@@ -70,10 +71,13 @@ def _git(*args: str) -> str | None:
 
 def machine() -> dict[str, Any]:
     """CPU cores, the 1-minute load average when the figures were written (other jobs slow timings down),
-    platform, Python, torch version and the device torch would use (a CUDA device's name or cpu)."""
+    platform, the CPU (name, bf16 / AMX, a oneDNN ISA cap), Python, torch version and the device torch would use (a
+    CUDA device's name or cpu)."""
     info: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_average_1min": os.getloadavg()[0],
                             "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                             "python": platform.python_version()}
+    cpu = cpu_info()
+    info |= {"cpu": cpu.describe()} | ({"onednn_isa_cap": cpu.isa_cap} if cpu.isa_cap else {})
     try:
         import torch
     except ImportError:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import tables_prose as prose
 import tables_render as r
+import tables_training as training
 from results_io import REPO, RESULTS_DIR
 
 TABLES: dict[str, Callable[[Path], str]] = {
@@ -44,6 +45,9 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "camera_mount": prose.camera_mount_table,
     "gripper_input": prose.gripper_input_table,
     "gripper_head": prose.gripper_head_table,
+    "train_vision_speed": training.train_vision_speed_table,
+    "train_vision_budget": training.train_vision_budget_table,
+    "crop_recipe": training.crop_recipe_table,
     **{name: functools.partial(r.transcribed_table, name) for name in r.TRANSCRIBED},
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""

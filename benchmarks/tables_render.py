@@ -33,6 +33,10 @@ COMMANDS = {
     "controller_recipe": "python benchmarks/controller_recipe.py --ship",
     "bench_camera_mount": "python benchmarks/bench_camera_mount.py",
     "bench_gripper_head": "python benchmarks/bench_gripper_head.py",
+    "bench_train_vision": "python benchmarks/bench_train_vision.py --steps 300",
+    "bench_train_vision-noamx": "python benchmarks/bench_train_vision.py --no-amx --steps 300",
+    "train_vision_budget": "python benchmarks/train_vision_budget.py --no-amx",
+    "crop_recipe": "python benchmarks/crop_recipe.py",
     "compare_gripper_input-gt": "python benchmarks/compare_gripper_input.py --masks gt",
     **{f"bench_expert_search-{s}": f"python benchmarks/bench_expert_search.py --scenario {s} --episodes {n}"
        for s, n in (("nominal", 1000), ("teleport", 500), ("start-out-of-view", 500))},
@@ -68,7 +72,8 @@ def machine(res: dict[str, Any]) -> str:
     if not m:
         return "machine not recorded"
     busy = f", load {m['load_average_1min']:.1f}" if m.get("load_average_1min") is not None else ""
-    return f"{m['cpu_count']} CPU cores{busy}, {m['device']}, torch {m['torch']}"
+    cap = f" (oneDNN capped at {m['onednn_isa_cap']}: no AMX)" if m.get("onednn_isa_cap") else ""
+    return f"{m['cpu_count']} CPU cores{cap}{busy}, {m['device']}, torch {m['torch']}"
 
 
 def measured_on(res: dict[str, Any]) -> str:
@@ -141,6 +146,12 @@ def _readme_rows(d: Path) -> list[tuple[str, str, str]]:
                  f"{n} episodes a condition (95 % CI)")
     rows.append((label if res else "`grasp-s2r pipeline`: time; its controller's success",
                  value if res else not_measured("bench_pipeline"), "bench_pipeline"))
+    for name, cpu in (("bench_train_vision", "with AMX"), ("bench_train_vision-noamx", "without AMX")):
+        if res := load(name, d):
+            e = res["figures"]["end_to_end"]
+            rows.append(((f"`train-vision` speed, 2 CPU cores {cpu}: images/s (pixels/s) against the settings before "
+                         "crop training"), (f"{e['speedup_images']:.1f}× ({e['speedup_pixels']:.1f}×): "
+                         f"{e['new']['images_per_s']:.0f} against {e['old']['images_per_s']:.0f} images/s"), name))
     if res := load("bench_env", d):
         row = next(r for r in res["figures"]["rows"] if r["default"])
         value = (f"{row['env_steps_per_s']:.0f}, {row['ratio']:.2f}× a bare render loop (median of {row['runs']} "

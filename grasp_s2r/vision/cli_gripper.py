@@ -60,18 +60,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, GripperTrainConfig, OPTIONS)
     parser.add_argument("--device", type=torch_device, default=None,
                         help="torch device (default: cuda when present, else cpu)")
-    parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--threads", type=positive_int, default=None,
+                        help="torch CPU threads of the step (default: the cores the --workers leave)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
     cfg = config_from_options(GripperTrainConfig, args, OPTIONS)
     try:
-        metrics = train_gripper_head(cfg, device=args.device or None, progress=not args.no_progress)
+        metrics = train_gripper_head(cfg, device=args.device or None, threads=args.threads,
+                                     progress=not args.no_progress)
     except GripperTrainError as e:
         raise UsageError(str(e)) from None
     out = Path(cfg.out)

@@ -208,19 +208,21 @@ def measure(segmenter: Segmenter, sets: dict[str, tuple[np.ndarray, np.ndarray]]
     return results
 
 
-def train_gripper_head(cfg: GripperTrainConfig, *, device: Any = None, progress: bool = True) -> dict[str, Any]:
+def train_gripper_head(cfg: GripperTrainConfig, *, device: Any = None, threads: int | None = None,
+                       progress: bool = True) -> dict[str, Any]:
     """Train a head into ``cfg.out``; returns the ``metrics.json`` dict. Refuses (:class:`GripperTrainError`) a
     missing or unusable segmenter and a folder that already holds a head; ``files.ArtifactError`` a folder holding
-    something else."""
+    something else. ``threads``: torch threads of the step on a CPU (None: the cores the data workers leave)."""
     out = Path(cfg.out)
     segmenter = load_frozen_segmenter(cfg, device)  # checked before the folder is made
     with ArtifactFolder(out, "gripper-run"):
         if (out / HEAD_FILE).exists():
             raise GripperTrainError(f"{out} already holds a gripper head ({HEAD_FILE}); choose another --out")
-        return _train(cfg, segmenter, out, progress)
+        return _train(cfg, segmenter, out, progress, threads)
 
 
-def _train(cfg: GripperTrainConfig, segmenter: Segmenter, out: Path, progress: bool) -> dict[str, Any]:
+def _train(cfg: GripperTrainConfig, segmenter: Segmenter, out: Path, progress: bool,
+           threads: int | None = None) -> dict[str, Any]:
     device = segmenter.device
     leak = sorted(set(split_names()["heldout"]) & set(segmenter.config["background_split"]["train"]))
     if leak:
@@ -232,7 +234,8 @@ def _train(cfg: GripperTrainConfig, segmenter: Segmenter, out: Path, progress: b
                                   backgrounds=load_backgrounds("train"), stream="train", seed=cfg.seed,
                                   length=cfg.steps * cfg.batch_size)
     sets = evaluation_sets(cfg, hw)
-    workers, threads = split_cores(available_cores(), cfg.workers)
+    workers, step_threads = split_cores(available_cores(), cfg.workers)
+    threads = threads or step_threads
     channels_last = use_channels_last(device)  # the frozen U-Net's convolutions; fp32, as it runs when deployed
     if channels_last:
         segmenter.model.to(memory_format=torch.channels_last)

@@ -1,0 +1,72 @@
+"""Renderers of ``tables.py`` for segmenter training on the CPU: speed (``bench_train_vision``) and the equal-budget
+comparison (``train_vision_budget``), each for a CPU with AMX and one without (``-noamx``: oneDNN capped below AMX)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tables_render import load, md_table, not_measured, provenance
+
+VARIANTS = (("bench_train_vision", "AMX"), ("bench_train_vision-noamx", "no AMX (oneDNN capped at AVX512_CORE_BF16)"))
+BUDGET_VARIANTS = (("train_vision_budget", "AMX"), ("train_vision_budget-noamx", "no AMX"))
+
+
+def train_vision_speed_table(d: Path) -> str:
+    """Composition, the step per thread and train-vision end to end, old and new settings, per CPU variant."""
+    loaded = [(name, label, load(name, d)) for name, label in VARIANTS]
+    loaded = [(name, label, res) for name, label, res in loaded if res is not None]
+    if not loaded:
+        return not_measured("bench_train_vision")
+    figs = [res["figures"] for _, _, res in loaded]
+    rows = [("composition, one core: composites/s (crops/s)",
+             *(f"{f['composition_one_core']['composites_per_s']:.0f} ({f['composition_one_core']['crops_per_s']:.0f})"
+               for f in figs))]
+    rows += [(f"step, one thread: {setting}", *(f"{f['step_one_thread_images_per_s'][setting]:.0f} img/s" for f in figs))
+             for setting in figs[0]["step_one_thread_images_per_s"]]
+    for key, what in (("old", "old: 64 px images, in-process, torch's threads"),
+                      ("new", "new: the defaults (crops, a data worker, channels_last, bf16 where it pays)")):
+        rows.append((f"`train-vision` end to end, 2 cores, {what}",
+                     *(f"{f['end_to_end'][key]['images_per_s']:.0f} img/s, {f['end_to_end'][key]['megapixels_per_s']:.2f} "
+                       f"Mpx/s ({f['end_to_end'][key]['steps']} steps in {f['end_to_end'][key]['seconds']:.0f} s)"
+                       for f in figs)))
+    rows.append(("**end-to-end speedup**: images/s (pixels/s)",
+                 *(f"**{f['end_to_end']['speedup_images']:.1f}×** ({f['end_to_end']['speedup_pixels']:.1f}×)"
+                   for f in figs)))
+    header = ("figure", *(f"{label}: {res['figures']['cpu']['name']}" for _, label, res in loaded))
+    return md_table(header, rows) + "\n\n" + " ".join(provenance(name, res) for name, _, res in loaded)
+
+
+def train_vision_budget_table(d: Path) -> str:
+    """Val-split scores of the old and new settings trained from scratch for the same minutes."""
+    loaded = [(name, label, load(name, d)) for name, label in BUDGET_VARIANTS]
+    loaded = [(name, label, res) for name, label, res in loaded if res is not None]
+    if not loaded:
+        return not_measured("train_vision_budget")
+    rows = []
+    for _, label, res in loaded:
+        f = res["figures"]
+        for key in ("old", "new"):
+            s = f["settings"][key]
+            suites = ", ".join(f"{n} {m['precision']:.3f} / {m['recall']:.3f} / {m['false_detection_rate']:.3f}"
+                               for n, m in s["suites"].items())
+            rows.append((label, f"{f['budget_minutes']:g} min", key, s["steps"], f"{s['train_seconds'] / 60:.1f} min",
+                         f"**{s['val_score']:.3f}**" if key == "new" else f"{s['val_score']:.3f}", suites))
+    table = md_table(("CPU", "budget", "settings", "steps", "wall time", "val score",
+                      "precision / recall / false detections per suite"), rows)
+    return table + "\n\n" + " ".join(provenance(name, res) for name, _, res in loaded)
+
+
+def crop_recipe_table(d: Path) -> str:
+    """The pipeline's fine-tune with each crop candidate, on the val split, and the one the rule selects."""
+    res = load("crop_recipe", d)
+    if res is None:
+        return not_measured("crop_recipe")
+    f = res["figures"]
+    rows = []
+    for name, c in f["candidates"].items():
+        suites = ", ".join(f"{n} {m['precision']:.3f} / {m['recall']:.3f} / {m['false_detection_rate']:.3f}"
+                           for n, m in c["suites"].items())
+        mark = " (selected)" if name == f["selected"] else ("" if name in f["eligible"] else " (too many false det.)")
+        rows.append((f"`{name}`{mark}", f"{c['val_score']:.3f}", suites))
+    return md_table(("candidate", "val score", "precision / recall / false detections per suite"), rows) + "\n\n" + \
+        provenance("crop_recipe", res)
