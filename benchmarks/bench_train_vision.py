@@ -1,6 +1,6 @@
 """Segmenter training speed on this CPU: today's settings and the new ones side by side, in one run.
 
-    python benchmarks/bench_train_vision.py [--steps 150] [--no-amx] [--skip-end-to-end]
+    python benchmarks/bench_train_vision.py [--steps 300] [--no-amx] [--skip-end-to-end]
 
 Prints, and writes to ``benchmarks/results/bench_train_vision[-noamx].json``:
 - the CPU: its name, cores, AVX-512 BF16 and AMX as oneDNN may use them;
@@ -46,7 +46,7 @@ from grasp_s2r.vision.train import SegmenterTrainConfig, segmentation_loss, trai
 
 def _parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--steps", type=int, default=150, help="steps of each end-to-end train-vision run (default 150)")
+    p.add_argument("--steps", type=int, default=300, help="steps of each end-to-end train-vision run (default 300)")
     p.add_argument("--step-repeats", type=int, default=12, help="timed steps per step setting (default 12)")
     p.add_argument("--composites", type=int, default=300, help="composites timed for composition (default 300)")
     p.add_argument("--skip-end-to-end", action="store_true", help="only composition and the step")
