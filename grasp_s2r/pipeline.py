@@ -87,7 +87,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     from grasp_s2r.vision.metrics import format_suite_table
     from grasp_s2r.vision.segmenter import default_checkpoint_path
     from grasp_s2r.vision.suites import SUITES
-    from grasp_s2r.vision.train import RUNTIME_FILE, SegmenterTrainConfig, train
+    from grasp_s2r.vision.train import SegmenterTrainConfig, runtime_sessions, train
 
     torch.set_num_threads(max(1, cfg.workers))
     out = Path(cfg.out)
@@ -139,8 +139,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     print(results_table(results))
     seconds["eval"] = time.perf_counter() - t
 
-    runtime_file = vision_dir / RUNTIME_FILE
-    vision_sessions = json.loads(runtime_file.read_text())["sessions"] if runtime_file.is_file() else []
+    vision_sessions = runtime_sessions(vision_dir)
     summary = {
         "format_version": PIPELINE_FORMAT_VERSION, "package_version": __version__, "config": asdict(cfg),
         "machine": {"cpu": cpu_info().describe(), "torch": torch.__version__},

@@ -20,7 +20,7 @@ from typing import Self
 import torch
 from torch import nn
 
-from grasp_s2r.cpu import cpu_info
+from grasp_s2r.cpu import available_cores, cpu_info, split_cores
 
 AMP_CHOICES = ("auto", "on", "off")
 BF16_MIN_GAIN = 1.05
@@ -79,6 +79,20 @@ def choose_precision(amp: str, device: torch.device, model: nn.Module | None = N
     fp32_s, bf16_s = time_steps(probe, step, False), time_steps(probe, step, True)
     gain = fp32_s / max(bf16_s, 1e-9)
     return Precision(gain >= BF16_MIN_GAIN, f"{hardware}; probed step bf16 {gain:.2f}x fp32's speed")
+
+
+def data_and_step_cores(device: torch.device, workers: int | None,
+                        threads: int | None) -> tuple[int, int | None]:
+    """(DataLoader workers, torch threads of the step or None to leave torch's) for a run on ``device``.
+
+    ``workers`` None = automatic. On a CPU: :func:`grasp_s2r.cpu.split_cores` (one worker, the step on the cores it
+    leaves; given ``threads`` win). On an accelerator the step does not use the CPU: up to 4 workers make data on
+    its cores, and torch's threads are left as they are unless ``threads`` is given.
+    """
+    if device.type != "cpu":
+        return (min(4, max(0, available_cores() - 1)) if workers is None else workers), threads
+    workers, step_threads = split_cores(available_cores(), workers)
+    return workers, threads or step_threads
 
 
 def use_channels_last(device: torch.device) -> bool:

@@ -10,7 +10,6 @@ sphere-free background, the hard negatives of false detections. Image and mask a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -58,15 +57,12 @@ def crop_windows(mask: np.ndarray, cfg: CropConfig, rng: np.random.Generator) ->
         raise ValueError(f"crop of {s} px does not fit a {h}x{w} image")
     rows, cols = np.nonzero(mask)
     corners = np.empty((cfg.per_composite, 2), np.int64)
-    if not len(rows):
+    # no sphere, or one wider than a crop (never at the camera's sizes): windows anywhere
+    if not len(rows) or np.ptp(rows) >= s or np.ptp(cols) >= s:
         corners[:, 0] = rng.integers(h - s + 1, size=cfg.per_composite)
         corners[:, 1] = rng.integers(w - s + 1, size=cfg.per_composite)
         return corners
     r0, r1, c0, c1 = rows.min(), rows.max(), cols.min(), cols.max()
-    if r1 - r0 >= s or c1 - c0 >= s:  # a sphere wider than a crop (never at the camera's sizes): windows anywhere
-        corners[:, 0] = rng.integers(h - s + 1, size=cfg.per_composite)
-        corners[:, 1] = rng.integers(w - s + 1, size=cfg.per_composite)
-        return corners
     tops, lefts = np.arange(h - s + 1), np.arange(w - s + 1)
     holds_r, holds_c = (tops <= r0) & (r1 < tops + s), (lefts <= c0) & (c1 < lefts + s)
     apart_r, apart_c = (r1 < tops) | (tops + s <= r0), (c1 < lefts) | (lefts + s <= c0)
@@ -110,9 +106,6 @@ class CropDataset(Dataset):
             return self.base[index]
         rgb, mask = self.sample(int(index))
         return to_input_tensor(rgb), torch.from_numpy(mask[:, None].astype(np.float32))
-
-    def __getstate__(self) -> dict[str, Any]:
-        return self.__dict__.copy()  # the base dataset ships itself without its PyBullet client
 
     def close(self) -> None:
         self.base.close()

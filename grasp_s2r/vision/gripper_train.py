@@ -32,12 +32,11 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from grasp_s2r.configs import to_dict
-from grasp_s2r.cpu import available_cores, split_cores
 from grasp_s2r.drawing import save_overlay_grid
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
 from grasp_s2r.sim.config import EnvConfig
-from grasp_s2r.train_speed import StepThreads, to_memory_format, use_channels_last
+from grasp_s2r.train_speed import StepThreads, data_and_step_cores, to_memory_format, use_channels_last
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
 from grasp_s2r.vision.gripper import (
@@ -234,8 +233,7 @@ def _train(cfg: GripperTrainConfig, segmenter: Segmenter, out: Path, progress: b
                                   backgrounds=load_backgrounds("train"), stream="train", seed=cfg.seed,
                                   length=cfg.steps * cfg.batch_size)
     sets = evaluation_sets(cfg, hw)
-    workers, step_threads = split_cores(available_cores(), cfg.workers)
-    threads = threads or step_threads
+    workers, threads = data_and_step_cores(device, cfg.workers, threads)
     channels_last = use_channels_last(device)  # the frozen U-Net's convolutions; fp32, as it runs when deployed
     if channels_last:
         segmenter.model.to(memory_format=torch.channels_last)
@@ -249,7 +247,7 @@ def _train(cfg: GripperTrainConfig, segmenter: Segmenter, out: Path, progress: b
     with children_ignore_interrupts():
         batches = iter(loader)
     head.train()
-    with StepThreads(threads if device.type == "cpu" else None):
+    with StepThreads(threads):
         try:
             for x, y in batches:
                 for group in optimizer.param_groups:

@@ -32,14 +32,21 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from grasp_s2r.configs import check_same, to_json
-from grasp_s2r.cpu import available_cores, cpu_info, split_cores
+from grasp_s2r.cpu import cpu_info
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import save_composite_grid, save_training_curve
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
 from grasp_s2r.run_record import RunRecord
 from grasp_s2r.tblog import TBLogger
-from grasp_s2r.train_speed import AMP_CHOICES, StepThreads, choose_precision, to_memory_format, use_channels_last
+from grasp_s2r.train_speed import (
+    AMP_CHOICES,
+    StepThreads,
+    choose_precision,
+    data_and_step_cores,
+    to_memory_format,
+    use_channels_last,
+)
 from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
 from grasp_s2r.vision.calibrate import calibrate_checkpoint
 from grasp_s2r.vision.crops import CropDataset, flatten_crops
@@ -159,27 +166,24 @@ def train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, bac
                       threads=threads, progress=progress, tb=tb)
 
 
-def _cores(cfg: SegmenterTrainConfig, device: torch.device, threads: int | None) -> tuple[int, int | None]:
-    """(DataLoader workers, torch threads of the step or None to leave torch's) for ``cfg.workers`` on ``device``."""
-    if device.type != "cpu":  # the step runs on the accelerator: workers make data on the CPU's cores
-        return (min(4, max(0, available_cores() - 1)) if cfg.workers is None else cfg.workers), threads
-    workers, step_threads = split_cores(available_cores(), cfg.workers)
-    return workers, threads or step_threads
-
-
 def _data_text(workers: int, threads: int | None, device: torch.device) -> str:
     data = f"composites made by {workers} worker process{'es' * (workers != 1)}" if workers else \
         "composites made in-process"
     return data + (f", step on {threads} thread{'s' * (threads != 1)}" if device.type == "cpu" and threads else "")
 
 
+def runtime_sessions(out_dir: Path) -> list[dict[str, Any]]:
+    """The sessions ``OUT/runtime.json`` records, oldest first ([] when there is none)."""
+    path = Path(out_dir) / RUNTIME_FILE
+    return json.loads(path.read_text())["sessions"] if path.is_file() else []
+
+
 def _record_session(out_dir: Path, session: dict[str, Any]) -> None:
     """Append how this session runs (device, precision, cores) to ``OUT/runtime.json``: a resumed run may run on
     another machine or precision, and every session stays on record."""
-    path = out_dir / RUNTIME_FILE
-    sessions = json.loads(path.read_text())["sessions"] if path.is_file() else []
-    blob = {"format": "grasp_s2r.vision_runtime", "format_version": 1, "sessions": [*sessions, session]}
-    atomic_write(path, json.dumps(blob, indent=2).encode())
+    blob = {"format": "grasp_s2r.vision_runtime", "format_version": 1,
+            "sessions": [*runtime_sessions(out_dir), session]}
+    atomic_write(out_dir / RUNTIME_FILE, json.dumps(blob, indent=2).encode())
 
 
 def _probe_step(cfg: SegmenterTrainConfig, step: int, device: torch.device,
@@ -254,7 +258,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
 
     # how this machine runs it: cores for data and step, memory format, precision (probed on a batch of the first
     # step's shape before the workers start)
-    workers, threads = _cores(cfg, device, threads)
+    workers, threads = data_and_step_cores(device, cfg.workers, threads)
     channels_last = use_channels_last(device)
     model = model.to(memory_format=torch.channels_last) if channels_last else model
     with StepThreads(threads):
