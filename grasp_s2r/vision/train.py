@@ -60,7 +60,7 @@ from grasp_s2r.vision.segmenter import (
     read_checkpoint,
     write_checkpoint,
 )
-from grasp_s2r.vision.train_config import SegmenterTrainConfig, TrainError, lr_factor, segmentation_loss
+from grasp_s2r.vision.train_config import SegmenterTrainConfig, TrainError, lr_factor
 
 VISION_RUN_FORMAT = "grasp_s2r.vision_run"
 RUN_FORMAT_VERSION = 1
@@ -202,7 +202,7 @@ def _probe_step(cfg: SegmenterTrainConfig, step: int, device: torch.device,
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
             logits = model(x)
         model.zero_grad(set_to_none=True)
-        segmentation_loss(logits.float(), y, cfg.dice_weight, cfg.dice_per_image).backward()
+        cfg.loss(logits.float(), y).backward()
     return step
 
 
@@ -320,7 +320,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
                 y = y.to(device, non_blocking=True)
                 with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=precision.bf16):
                     logits = model(x)
-                loss = segmentation_loss(logits.float(), y, cfg.dice_weight, cfg.dice_per_image)
+                loss = cfg.loss(logits.float(), y)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
