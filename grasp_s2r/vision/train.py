@@ -31,7 +31,7 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from grasp_s2r.configs import check_same, to_json
+from grasp_s2r.configs import check_same, to_json, with_defaults
 from grasp_s2r.cpu import cpu_info
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import save_composite_grid, save_training_curve
@@ -126,7 +126,7 @@ RESUME_HINT = "use the original options or another --out"
 def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
     """The resume check of runs made before ``run.json`` (their config is in ``checkpoint-latest.pt``)."""
     saved, new = json.loads(json.dumps(saved)), json.loads(json.dumps(new))
-    check_same({**_identity_defaults(), **saved["train"], "background_photos": saved["background_split"]},
+    check_same({**with_defaults(saved["train"], _identity_defaults()), "background_photos": saved["background_split"]},
                {**new["train"], "background_photos": new["background_split"]}, "--resume of a run made",
                RESUME_HINT, ignore=RUNTIME_FIELDS, error=TrainError)
 
