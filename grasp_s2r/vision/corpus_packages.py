@@ -142,13 +142,20 @@ def read_deb(path: Path, wanted: tuple[str, ...]) -> Package:
 
 def dep5_license(copyright_text: str, path: str) -> str:
     """The license of ``path`` (a path of the installed tree) by a machine-readable debian/copyright: the last
-    stanza whose ``Files:`` pattern matches a tail of the path (the patterns name upstream's tree)."""
-    tails = ["/".join(path.split("/")[i:]) for i in range(len(path.split("/")))]
+    stanza whose ``Files:`` pattern matches a tail of the path (the patterns name upstream's tree), or names its
+    file (upstream's folders may not be the installed ones)."""
+    parts = path.split("/")
+    tails = ["/".join(parts[i:]) for i in range(len(parts))]
+
+    def matches(pattern: str) -> bool:
+        named = pattern.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(t, pattern) for t in tails) or ("*" not in named and named == parts[-1])
+
     found = None
     for stanza in copyright_text.split("\n\n"):
         fields = dict(email.parser.Parser().parsestr(stanza.strip() + "\n").items())
         patterns, lic = fields.get("Files", "").split(), fields.get("License", "").split("\n")[0].strip()
-        if lic and any(fnmatch.fnmatchcase(t, pat) for pat in patterns for t in tails):
+        if lic and any(matches(pat) for pat in patterns):
             found = f"{lic} (debian/copyright, Files: {' '.join(patterns)[:80]})"
     return found or "unknown: no matching Files stanza in debian/copyright"
 
