@@ -6,7 +6,8 @@ These are runtime choices, not part of a run's identity: a run may be resumed on
   (:func:`grasp_s2r.cpu.cpu_info`: AVX-512 BF16 or AMX) *and* a short probe of the real step shows it faster than
   fp32 (where oneDNN lacks a fast bf16 kernel for these small convolutions it is slower; the probe costs ~2 s).
 - **channels_last** on a CPU: oneDNN's convolutions run faster on NHWC tensors (x1.3-1.8 for the U-Net's step).
-- **cores**: the data worker(s) and the step on separate cores (:func:`grasp_s2r.cpu.split_cores`).
+- **cores**: the data worker(s) and the step on separate cores (:func:`grasp_s2r.cpu.split_cores`); the step's
+  batch split over one replica of the network per core (:func:`step_replicas`, :mod:`grasp_s2r.replica_step`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,20 @@ def data_and_step_cores(device: torch.device, workers: int | None,
         return (min(4, max(0, available_cores() - 1)) if workers is None else workers), threads
     workers, step_threads = split_cores(available_cores(), workers)
     return workers, threads or step_threads
+
+
+def step_replicas(device: torch.device, threads: int | None, replicas: int | None) -> int:
+    """How many replicas of the network share the step's batch (:class:`grasp_s2r.replica_step.ReplicaStep`).
+
+    ``replicas`` None = automatic: on a CPU, one per core, each on one torch thread (the data worker shares the
+    cores: it is idle most of the time, and the replicas do not wait on each other's threads), unless ``threads``
+    asks for torch's own threads instead; on an accelerator, 1.
+    """
+    if replicas is not None:
+        if replicas < 1:
+            raise ValueError(f"replicas must be >= 1, got {replicas}")
+        return replicas
+    return available_cores() if device.type == "cpu" and threads is None else 1
 
 
 def use_channels_last(device: torch.device) -> bool:

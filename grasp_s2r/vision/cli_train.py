@@ -93,7 +93,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bf16 mixed precision (auto: on CUDA; on a CPU with AVX-512 BF16 or AMX where a short "
                              "probe of the step finds it faster than fp32)")
     parser.add_argument("--threads", type=positive_int, default=None,
-                        help="torch CPU threads of the step (default: the cores the --workers leave)")
+                        help="torch CPU threads of one replica of the step (default: 1, one replica per core)")
+    parser.add_argument("--replicas", type=positive_int, default=None,
+                        help="replicas of the network sharing each step's batch, one thread each (default: one per "
+                             "CPU core; 1 with --threads or on a GPU)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     add_tensorboard_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -156,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         _check_inputs(cfg, args)
         final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device, amp=args.amp,
-                      threads=args.threads, progress=not args.no_progress,
+                      threads=args.threads, replicas=args.replicas, progress=not args.no_progress,
                       tensorboard=resolve_logdir(args.tensorboard, args.out))
     except (TrainError, BackgroundError, TensorBoardUnavailable) as e:
         raise UsageError(str(e)) from None

@@ -37,6 +37,7 @@ from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import save_composite_grid, save_training_curve
 from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
+from grasp_s2r.replica_step import ReplicaStep
 from grasp_s2r.run_record import RunRecord
 from grasp_s2r.tblog import TBLogger
 from grasp_s2r.train_speed import (
@@ -44,6 +45,7 @@ from grasp_s2r.train_speed import (
     StepThreads,
     choose_precision,
     data_and_step_cores,
+    step_replicas,
     to_memory_format,
     use_channels_last,
 )
@@ -153,22 +155,25 @@ def _load_initial_weights(model: torch.nn.Module, cfg: SegmenterTrainConfig) -> 
 
 
 def train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
-          device: torch.device | None = None, amp: str = "auto", threads: int | None = None, progress: bool = True,
-          tensorboard: Path | None = None) -> Path:
+          device: torch.device | None = None, amp: str = "auto", threads: int | None = None,
+          replicas: int | None = None, progress: bool = True, tensorboard: Path | None = None) -> Path:
     """Train (or resume) into ``out_dir``; returns the path of the final ``model.pt``.
 
-    ``device``, ``amp`` (bf16 mixed precision: :func:`grasp_s2r.train_speed.choose_precision`) and ``threads``
-    (torch threads of the step; None = the cores the data workers leave) are runtime choices: a run may be resumed
+    ``device``, ``amp`` (bf16 mixed precision: :func:`grasp_s2r.train_speed.choose_precision`), ``threads``
+    (torch threads of the step; None = the cores the data workers leave) and ``replicas`` (of the network sharing the
+    step's batch, :func:`grasp_s2r.train_speed.step_replicas`) are runtime choices: a run may be resumed
     on another device or precision. ``tensorboard``: a folder for TensorBoard logs (``tblog``).
     """
     with ArtifactFolder(Path(out_dir), "vision-run"), TBLogger(tensorboard) as tb:
         return _train(cfg, out_dir, resume=resume, backgrounds_dir=backgrounds_dir, device=device, amp=amp,
-                      threads=threads, progress=progress, tb=tb)
+                      threads=threads, replicas=replicas, progress=progress, tb=tb)
 
 
-def _data_text(workers: int, threads: int | None, device: torch.device) -> str:
+def _data_text(workers: int, threads: int | None, replicas: int, device: torch.device) -> str:
     data = f"composites made by {workers} worker process{'es' * (workers != 1)}" if workers else \
         "composites made in-process"
+    if replicas > 1:
+        return data + f", the step's batch split over {replicas} replicas of the network, one thread each"
     return data + (f", step on {threads} thread{'s' * (threads != 1)}" if device.type == "cpu" and threads else "")
 
 
@@ -212,8 +217,8 @@ def _dataloader_worker_init(worker_id: int) -> None:
 
 
 def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
-          device: torch.device | None = None, amp: str = "auto", threads: int | None = None, progress: bool = True,
-          tb: TBLogger | None = None) -> Path:
+          device: torch.device | None = None, amp: str = "auto", threads: int | None = None,
+          replicas: int | None = None, progress: bool = True, tb: TBLogger | None = None) -> Path:
     out_dir = Path(out_dir)
     tb = tb or TBLogger(None)
     device = device or default_device()
@@ -258,19 +263,24 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
 
     # how this machine runs it: cores for data and step, memory format, precision (probed on a batch of the first
     # step's shape before the workers start)
+    try:
+        replicas = step_replicas(device, threads, replicas)
+    except ValueError as e:
+        raise TrainError(str(e)) from None
     workers, threads = data_and_step_cores(device, cfg.workers, threads)
+    threads = 1 if replicas > 1 else threads
     channels_last = use_channels_last(device)
     model = model.to(memory_format=torch.channels_last) if channels_last else model
     with StepThreads(threads):
         precision = choose_precision(amp, device, model, _probe_step(cfg, step, device, channels_last))
     print(f"train-vision: {count_parameters(model):,} parameters on {device} ({precision.describe()}), "
-          f"{_data_text(workers, threads, device)}; steps {step} -> {cfg.steps}"
+          f"{_data_text(workers, threads, replicas, device)}; steps {step} -> {cfg.steps}"
           + (f", crops of {cfg.crop_px} px up to step {cfg.crop_steps}" if cfg.crop_steps else ""))
     if device.type == "cpu":
         print(f"train-vision: CPU {cpu_info().describe()}")
     _record_session(out_dir, {"from_step": step, "device": str(device), "precision": precision.name,
                               "precision_reason": precision.reason, "channels_last": channels_last,
-                              "workers": workers, "threads": threads,
+                              "workers": workers, "threads": threads, "replicas": replicas,
                               "cpu": cpu_info().describe() if device.type == "cpu" else None})
 
     # make data: the on-the-fly training stream (crops, then whole images: composite i at step i // batch_size) in
@@ -306,6 +316,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
 
     # loop: one step per batch of fresh composites; validate, plot and checkpoint periodically
     model.train()
+    forward_backward = ReplicaStep(model, replicas, cfg.loss, precision.bf16)
     t0, losses = time.perf_counter(), []
     bar = tqdm(total=cfg.steps, initial=step, desc=f"train-vision {cfg.architecture}", unit="step",
                disable=not progress)
@@ -317,14 +328,8 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
                 for group in optimizer.param_groups:
                     group["lr"] = cfg.lr * lr_factor(step, cfg)
                 x = to_memory_format(x.to(device, non_blocking=True), channels_last)
-                y = y.to(device, non_blocking=True)
-                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=precision.bf16):
-                    logits = model(x)
-                loss = cfg.loss(logits.float(), y)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                losses.append(forward_backward(x, y.to(device, non_blocking=True)))
                 optimizer.step()
-                losses.append(loss.item())
                 step += 1
                 bar.update(1)
                 tb.scalars(step, {"train/loss": losses[-1], "train/lr": optimizer.param_groups[0]["lr"]})
@@ -348,6 +353,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
             write_checkpoint(checkpoint(with_optimizer=True), latest)
         raise
     finally:
+        forward_backward.close()
         bar.close()  # now, not at exit: the interrupted command's last line stays its own message
     train_set.close()
     final = out_dir / "model.pt"
