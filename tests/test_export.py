@@ -237,7 +237,10 @@ def test_cli_exports_refuses_what_it_must_not_overwrite_and_says_so_in_one_line(
     assert ok.returncode == 0 and "3 episodes" in ok.stdout, ok.stderr
     again = _cli("export", str(sources["demos"]), "--format", "robomimic", "--out", str(out))
     assert again.returncode == 2 and "--overwrite" in again.stderr and len(again.stderr.splitlines()) == 1
-    assert _cli("export", str(sources["demos"]), "--format", "robomimic", "--out", str(out), "--overwrite").returncode == 0
+    assert _cli("export", str(sources["demos"]), "--format", "robomimic", "--out", str(out), "--overwrite",
+                "--no-next-obs").returncode == 0
+    with h5py.File(out, "r") as f:
+        assert "next_obs" not in f["data/demo_0"] and not json.loads(f.attrs["grasp_s2r"])["next_obs"]
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me")
