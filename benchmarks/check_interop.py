@@ -113,7 +113,8 @@ def make_exports(work: Path) -> list[dict]:
             ("robomimic", "collect --no-next-obs", work / "demos", "demos-nonext.hdf5", ["--no-next-obs"], demos, False),
             ("robomimic", "dagger run", work / "dagger", "dagger.hdf5", [], run, True),
             ("lerobot", "collect", work / "demos", "demos-lerobot", [], demos, False),
-            ("lerobot", "dagger run", work / "dagger", "dagger-lerobot", [], run, False)]
+            ("lerobot", "dagger run", work / "dagger", "dagger-lerobot", [], run, False),
+            ("lerobot", "collect --video", work / "demos", "demos-lerobot-video", ["--video"], demos, False)]
     out = []
     for reader, label, src, name, extra, episodes, next_obs in plan:
         _grasp("export", str(src), "--format", reader, "--out", str(work / name), *extra, cwd=work)

@@ -14,7 +14,7 @@ step of the source was queried (a ``collect`` dataset), so that no column holds 
   ``states``, filter keys ``mask/{train,valid,success}``.
 - ``lerobot``: a LeRobotDataset v3.0 folder (:mod:`grasp_s2r.export_lerobot`).
 
-Needs h5py / pyarrow: ``pip install -e ".[export]"``. Layouts, and the commands that load them: docs/export.md.
+Needs h5py / pyarrow (PyAV for ``--video``): ``pip install -e ".[export]"``. Layouts, and the commands that load them: docs/export.md.
 """
 
 from __future__ import annotations
@@ -247,6 +247,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--next-obs", action=argparse.BooleanOptionalAction, default=True,
                    help="robomimic: write next_obs, which robomimic's SequenceDataset loads by default (default: on)")
     p.add_argument("--task", default=TASK, help="lerobot: the task text of every episode (default: %(default)r)")
+    p.add_argument("--video", action="store_true", help="lerobot: the wrist images as an AV1 video, as lerobot "
+                   "records (lossy; needs PyAV), instead of PNGs embedded in the parquet files (exact)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -257,7 +259,8 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "robomimic":
             res = export_robomimic(src, args.out, next_obs=args.next_obs, overwrite=args.overwrite, progress=True)
         else:
-            res = export_lerobot(src, args.out, overwrite=args.overwrite, task=args.task, progress=True)
+            res = export_lerobot(src, args.out, overwrite=args.overwrite, task=args.task, video=args.video,
+                                 progress=True)
     except (ExportError, ArtifactError) as e:
         raise UsageError(str(e)) from None
     print(f"export: {res['episodes']} episodes, {res['frames']} frames from {src.path} ({src.kind}) -> {res['out']} "

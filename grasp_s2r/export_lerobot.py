@@ -11,7 +11,10 @@
     data/chunk-000/file-000.parquet              one row per step, episodes in order; a new file past 100 MB
 
 The wrist image is an ``image`` feature: PNG bytes embedded in the parquet, as ``LeRobotDataset`` stores images
-(no video: frames come back equal to the source). Each data file's schema carries its Hugging Face ``datasets``
+(frames come back equal to the source); with ``video``, a ``video`` feature instead, as lerobot records by default:
+``videos/observation.images.wrist/chunk-000/file-000.mp4`` holds the episodes in a row (AV1, yuv420p, crf 30,
+keyframe every 2 frames: lossy), the episode rows say where (``videos/<key>/chunk_index``, ``file_index``,
+``from_timestamp``, ``to_timestamp``); needs PyAV. Each data file's schema carries its Hugging Face ``datasets``
 features. Stats per feature: min, max, mean, std, count and the quantiles q01 ... q99 (images per channel, in
 [0, 1]). No column holds NaN or null (see :func:`grasp_s2r.export.step_arrays`).
 """
@@ -50,14 +53,26 @@ DATA_FILE_MB = 100
 CHUNK_FILE = "chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 DATA_PATH = "data/" + CHUNK_FILE
 EPISODES_PATH = "meta/episodes/" + CHUNK_FILE
+VIDEO_FILE_MB = 200
+"""A video file is closed once it holds this much (lerobot's ``DEFAULT_VIDEO_FILE_SIZE_IN_MB``)."""
+VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+VIDEO_CODEC = {"codec": "libsvtav1", "pix_fmt": "yuv420p", "options": {"g": "2", "crf": "30", "preset": "12"}}
+"""lerobot's default encoding (``encode_video_frames``: vcodec libsvtav1, g 2, crf 30, preset 12)."""
+IMAGE_KEY = "observation.images.wrist"
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 """lerobot's ``DEFAULT_QUANTILES``, stored as q01, q10, q50, q90, q99."""
 _SCALAR = {"shape": [1], "names": None}
 
 
-def features(src: Source, learner: bool) -> dict[str, dict[str, Any]]:
+def lerobot_fps(src: Source) -> float:
+    """The frame rate, the control rate: an int where it is whole (lerobot's ``fps`` is an int)."""
+    hz = src.env.scene.control_hz
+    return int(hz) if float(hz).is_integer() else hz
+
+
+def features(src: Source, learner: bool, video: bool = False) -> dict[str, dict[str, Any]]:
     """LeRobot features of ``src``: what every step carries, the rollout columns the source holds, LeRobot's own."""
-    cam = src.env.camera
+    cam, fps = src.env.camera, lerobot_fps(src)
     names = src.episodes[0][1].features() if src.episodes else set()
     vec = {"observation.state": ("float32", list(PROPRIO_NAMES)), "action": ("float32", ACTION_NAMES),
            "sim.state": ("float64", list(STATE_NAMES))}
@@ -65,9 +80,14 @@ def features(src: Source, learner: bool) -> dict[str, dict[str, Any]]:
         vec["learner_action"] = ("float32", ACTION_NAMES)
     if "executed_action" in names:
         vec["executed_action"] = ("float32", ACTION_NAMES)
+    image = {"dtype": "image", "shape": [cam.height_px, cam.width_px, 3], "names": ["height", "width", "channel"]}
+    if video:
+        image |= {"dtype": "video", "names": ["height", "width", "channels"], "info": {
+            "video.height": cam.height_px, "video.width": cam.width_px, "video.codec": "av1",
+            "video.pix_fmt": VIDEO_CODEC["pix_fmt"], "video.is_depth_map": False, "video.fps": fps,
+            "video.channels": 3, "has_audio": False}}
     feats: dict[str, dict[str, Any]] = {
-        "observation.images.wrist": {"dtype": "image", "shape": [cam.height_px, cam.width_px, 3],
-                                     "names": ["height", "width", "channel"]},
+        IMAGE_KEY: image,
         **{k: {"dtype": d, "shape": [len(n)], "names": n} for k, (d, n) in vec.items()},
         "next.reward": {"dtype": "float32", **_SCALAR}, "next.done": {"dtype": "bool", **_SCALAR},
         "next.success": {"dtype": "bool", **_SCALAR}, "expert.phase": {"dtype": "int64", **_SCALAR},
@@ -84,23 +104,25 @@ def features(src: Source, learner: bool) -> dict[str, dict[str, Any]]:
 def _columns(a: dict[str, np.ndarray], ep_index: int, start: int, fps: float,
              feats: dict[str, dict[str, Any]]) -> dict[str, Any]:
     n = len(a["action"])
-    png = [cv2.imencode(".png", cv2.cvtColor(im, cv2.COLOR_RGB2BGR))[1].tobytes() for im in a["rgb"]]
     cols: dict[str, Any] = {
-        "observation.images.wrist": [{"bytes": b, "path": None} for b in png],
         "observation.state": a["proprio"], "action": a["action"], "sim.state": a["state"], "next.reward": a["reward"],
         "next.done": a["done"], "next.success": a["done"] & (a["reward"] > 0), "expert.phase": a["phase"],
         "timestamp": np.arange(n) / fps, "frame_index": np.arange(n), "episode_index": np.full(n, ep_index),
         "index": np.arange(start, start + n), "task_index": np.zeros(n),
     }
     cols |= {k: a[k] for k in ("learner_action", "learner_queried", "executed_action", "from_expert") if k in a}
-    return {k: v if feats[k]["dtype"] == "image" else np.asarray(v, feats[k]["dtype"]) for k, v in cols.items()}
+    cols = {k: np.asarray(v, feats[k]["dtype"]) for k, v in cols.items()}
+    if feats[IMAGE_KEY]["dtype"] == "image":
+        png = [cv2.imencode(".png", cv2.cvtColor(im, cv2.COLOR_RGB2BGR))[1].tobytes() for im in a["rgb"]]
+        cols[IMAGE_KEY] = [{"bytes": b, "path": None} for b in png]
+    return cols
 
 
 def _stats(cols: dict[str, Any], feats: dict[str, dict[str, Any]], rgb: np.ndarray) -> dict[str, dict[str, Any]]:
     """lerobot's per-episode stats of every feature (``compute_episode_stats``), exact rather than sampled."""
     out = {}
     for k, ft in feats.items():
-        if ft["dtype"] == "image":  # (T, C, H, W) in [0, 1], reduced over T, H, W: (C, 1, 1)
+        if ft["dtype"] in ("image", "video"):  # (T, C, H, W) in [0, 1], reduced over T, H, W: (C, 1, 1)
             x = rgb.astype(np.float64).transpose(0, 3, 1, 2) / 255.0
             axes: Any = (0, 2, 3)
         else:
@@ -136,6 +158,8 @@ def _arrow_table(pa: Any, cols: dict[str, Any], feats: dict[str, dict[str, Any]]
     """One episode's rows, with the Hugging Face features in the schema (what ``datasets`` decodes them by)."""
     arrays, hf = {}, {}
     for k, ft in feats.items():
+        if ft["dtype"] == "video":
+            continue
         v = cols[k]
         if ft["dtype"] == "image":
             arrays[k] = pa.array(v, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
@@ -188,27 +212,68 @@ class _DataFiles:
             self.writer = None
 
 
-def export_lerobot(src: Source, out: Path, *, overwrite: bool = False, task: str = TASK,
+class _VideoFiles:
+    """Appends episodes' frames to ``videos/KEY/chunk-C/file-F.mp4`` as lerobot encodes them, opening the next file
+    past :data:`VIDEO_FILE_MB`; returns where each episode went (its ``videos/KEY/...`` episode columns)."""
+
+    def __init__(self, root: Path, av: Any, fps: float):
+        self.root, self.av, self.fps, self.out, self.stream = root, av, fps, None, None
+        self.chunk, self.file, self.nbytes, self.frames = 0, 0, 0, 0
+
+    def _mux(self, packets: Any) -> None:
+        for packet in packets:
+            self.nbytes += packet.size
+            self.out.mux(packet)
+
+    def write(self, rgb: np.ndarray) -> dict[str, Any]:
+        if self.out is not None and self.nbytes > VIDEO_FILE_MB * 2**20:
+            self.close()
+            self.chunk, self.file = (self.chunk + 1, 0) if self.file == CHUNK_SIZE - 1 else (self.chunk, self.file + 1)
+        if self.out is None:
+            path = self.root / VIDEO_PATH.format(video_key=IMAGE_KEY, chunk_index=self.chunk, file_index=self.file)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.out = self.av.open(str(path), "w")
+            self.stream = self.out.add_stream(VIDEO_CODEC["codec"], self.fps, options=VIDEO_CODEC["options"])
+            self.stream.pix_fmt, self.stream.height, self.stream.width = VIDEO_CODEC["pix_fmt"], *rgb.shape[1:3]
+            self.nbytes = self.frames = 0
+        start = self.frames
+        for im in rgb:
+            self._mux(self.stream.encode(self.av.VideoFrame.from_ndarray(np.ascontiguousarray(im), format="rgb24")))
+        self.frames += len(rgb)
+        key = f"videos/{IMAGE_KEY}"
+        return {f"{key}/chunk_index": self.chunk, f"{key}/file_index": self.file,
+                f"{key}/from_timestamp": start / self.fps, f"{key}/to_timestamp": self.frames / self.fps}
+
+    def close(self) -> None:
+        if self.out is not None:
+            self._mux(self.stream.encode())
+            self.out.close()
+            self.out = None
+
+
+def export_lerobot(src: Source, out: Path, *, overwrite: bool = False, task: str = TASK, video: bool = False,
                    progress: bool = False) -> dict[str, Any]:
-    """Write ``src`` as a LeRobotDataset v3.0 folder at ``out`` (built in a temp folder, then renamed)."""
+    """Write ``src`` as a LeRobotDataset v3.0 folder at ``out`` (built in a temp folder, then renamed); ``video``:
+    the wrist images as an AV1 video (lossy) rather than embedded PNGs."""
     pa, pq = require("pyarrow"), require("pyarrow.parquet")
+    av = require("av") if video else None
     out = Path(out)
     check_out(out, "lerobot", overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".tmp-{out.name}-"))
     learner = learner_queried(src)
-    feats = features(src, learner)
-    hz = src.env.scene.control_hz
-    fps = int(hz) if float(hz).is_integer() else hz  # lerobot's fps is an int
+    feats = features(src, learner, video)
+    fps = lerobot_fps(src)
     try:
         with ArtifactFolder(tmp, "export"):
             files, rows, total = _DataFiles(tmp, pq), [], 0
+            videos = _VideoFiles(tmp, av, fps) if video else None
             try:
                 for i, (label, ep) in enumerate(episodes_bar(src, progress)):
                     a = step_arrays(ep, learner)
                     n = len(a["action"])
                     cols = _columns(a, i, total, fps, feats)
-                    where = files.write(_arrow_table(pa, cols, feats))
+                    where = files.write(_arrow_table(pa, cols, feats)) | (videos.write(a["rgb"]) if videos else {})
                     stats = _stats(cols, feats, a["rgb"])
                     rows.append({"episode_index": i, "tasks": [task], "length": n, **where,
                                  "dataset_from_index": total, "dataset_to_index": total + n,
@@ -219,7 +284,9 @@ def export_lerobot(src: Source, out: Path, *, overwrite: bool = False, task: str
                     total += n
             finally:
                 files.close()
-            _write_meta(tmp, pa, pq, rows, feats, task, fps, total, export_meta(src, "lerobot"))
+                if videos:
+                    videos.close()
+            _write_meta(tmp, pa, pq, rows, feats, task, fps, total, export_meta(src, "lerobot") | {"video": video})
         replace_into(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -233,8 +300,8 @@ def _write_meta(root: Path, pa: Any, pq: Any, rows: list[dict[str, Any]], feats:
     n_eps = len(rows)
     info = {"codebase_version": CODEBASE_VERSION, "robot_type": "grasp_s2r_sim_iiwa", "total_episodes": n_eps,
             "total_frames": total, "total_tasks": 1, "chunks_size": CHUNK_SIZE, "data_files_size_in_mb": DATA_FILE_MB,
-            "video_files_size_in_mb": 200, "fps": fps, "splits": {"train": f"0:{n_eps}"}, "data_path": DATA_PATH,
-            "video_path": None, "features": feats, "grasp_s2r": ours}
+            "video_files_size_in_mb": VIDEO_FILE_MB, "fps": fps, "splits": {"train": f"0:{n_eps}"}, "data_path": DATA_PATH,
+            "video_path": VIDEO_PATH if ours["video"] else None, "features": feats, "grasp_s2r": ours}
     (meta / "info.json").write_text(json.dumps(info, indent=4, allow_nan=False))
     pq.write_table(_tasks_table(pa, [task]), meta / "tasks.parquet")
     if not rows:

@@ -183,6 +183,29 @@ def test_lerobot_tasks_read_back_with_pandas_as_lerobot_looks_them_up(sources, t
     assert tasks.iloc[0].name == "pick it up"  # LeRobotDataset.__getitem__'s item["task"]
 
 
+def test_lerobot_video_holds_the_episodes_in_a_row_where_the_episode_rows_say(sources, tmp_path):
+    av = pytest.importorskip("av")
+
+    out = tmp_path / "video"
+    export_lerobot(read_source(sources["demos"]), out, video=True)
+    info = json.loads((out / "meta" / "info.json").read_text())
+    ft = info["features"]["observation.images.wrist"]
+    assert ft["dtype"] == "video" and ft["info"]["video.codec"] == "av1" and ft["info"]["video.fps"] == 10
+    assert info["video_path"] == "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+    assert "observation.images.wrist" not in pq.read_table(out / "data/chunk-000/file-000.parquet").column_names
+    episodes = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+    key = "videos/observation.images.wrist"
+    lengths = [len(a["action"]) for a, _ in sources["eps"]]
+    assert [e[f"{key}/from_timestamp"] * 10 for e in episodes] == pytest.approx(np.cumsum([0, *lengths[:-1]]))
+    assert [e[f"{key}/to_timestamp"] * 10 for e in episodes] == pytest.approx(np.cumsum(lengths))
+    with av.open(str(out / info["video_path"].format(video_key="observation.images.wrist", chunk_index=0,
+                                                       file_index=0))) as f:
+        frames = np.stack([fr.to_ndarray(format="rgb24") for fr in f.decode(video=0)])
+    rgb = np.concatenate([a["rgb"] for a, _ in sources["eps"]])
+    assert frames.shape == rgb.shape
+    assert np.abs(frames.astype(float) - rgb).mean() < 10  # lossy (AV1, crf 30): a few levels of 255 on average
+
+
 def test_lerobot_parquet_decodes_with_hf_datasets_as_lerobot_loads_it(sources, tmp_path):
     import datasets  # Hugging Face's (the dev extra): a regular package wins over the repository's datasets/ folder
 
