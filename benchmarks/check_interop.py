@@ -120,7 +120,7 @@ def make_exports(work: Path) -> list[dict]:
         _grasp("export", str(src), "--format", reader, "--out", str(work / name), *extra, cwd=work)
         out.append({"reader": reader, "export": label, "path": work / name,
                     "source": source_npz(episodes, work / f"{name}.npz", next_obs),
-                    "train": reader == "robomimic" and label == "collect"})
+                    "train": reader == "robomimic" and label == "collect", "exact": "--video" not in extra})
     print(f"interop: {len(out)} exports in {time.monotonic() - t0:.0f} s", flush=True)
     return out
 
@@ -141,7 +141,7 @@ def read(python: Path, job: dict, work: Path) -> dict:
         print(f"  {ln}")
     if not passed and not (lines and lines[-1].startswith("FAIL")):
         print(f"  FAIL  {why}")
-    return {"passed": passed, "checks": len(lines), "seconds": round(time.monotonic() - t0, 1),
+    return {"passed": passed, "checks": len(lines), "exact": job["exact"], "seconds": round(time.monotonic() - t0, 1),
             **({} if passed else {"error": lines[-1] if lines and lines[-1].startswith("FAIL") else why})}
 
 
