@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -233,7 +234,8 @@ class _VideoFiles:
             path = self.root / VIDEO_PATH.format(video_key=IMAGE_KEY, chunk_index=self.chunk, file_index=self.file)
             path.parent.mkdir(parents=True, exist_ok=True)
             self.out = self.av.open(str(path), "w")
-            self.stream = self.out.add_stream(VIDEO_CODEC["codec"], self.fps, options=VIDEO_CODEC["options"])
+            rate = Fraction(self.fps).limit_denominator(1000)  # PyAV takes a rational frame rate
+            self.stream = self.out.add_stream(VIDEO_CODEC["codec"], rate, options=VIDEO_CODEC["options"])
             self.stream.pix_fmt, self.stream.height, self.stream.width = VIDEO_CODEC["pix_fmt"], *rgb.shape[1:3]
             self.nbytes = self.frames = 0
         start = self.frames
