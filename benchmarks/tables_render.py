@@ -21,6 +21,7 @@ TRANSCRIBED = ("gpu_training", "gpu_inference", "gpu_dagger", "scene_physics_iss
                "agent_pipeline_loop")
 """Tables whose figures were copied from a recorded run (their JSON's ``source`` says which); rendered cell for cell."""
 COMMANDS = {
+    "check_interop": "python benchmarks/check_interop.py",
     "bench_expert": "python benchmarks/bench_expert.py --episodes 500",
     "bench_vision": "python benchmarks/bench_vision.py",
     "eval_shipped": "python benchmarks/bench_eval.py --episodes 200 --conditions all",
