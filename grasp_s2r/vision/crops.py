@@ -29,7 +29,7 @@ class CropConfig:
 
     size_px: int = 32
     """Side of a square crop (a multiple of 8: the U-Net pools three times)."""
-    per_composite: int = 4
+    per_composite: int = 8
     """Crops cut from each composite."""
     sphere_share: float = 0.5
     """Share of a composite's crops placed to contain a sphere pixel (when the composite shows the sphere)."""

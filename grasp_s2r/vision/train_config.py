@@ -68,7 +68,7 @@ class SegmenterTrainConfig:
     random weights, whole images when fine-tuning (``init_checkpoint``): crops raise the false detections of a
     network trained on whole images (``benchmarks/crop_recipe.py``). Resolved when the config is made, so a run's
     record holds the size it used."""
-    crops_per_composite: int = 4
+    crops_per_composite: int = 8
     """Crops cut from each composite (a step sees ``batch_size`` x this many crops)."""
     crop_sphere_share: float = 0.5
     """Share of a composite's crops placed around its sphere (the others anywhere)."""
