@@ -7,12 +7,14 @@ Prints, and writes to ``benchmarks/results/bench_train_vision[-noamx].json``:
 - composition, one core: composites/s of the training recipe (render shared by ``renders_per_view`` composites,
   background, paste, augment) and crops/s (``crops_per_composite`` 32 px crops cut from each);
 - the network's training step (forward, backward, AdamW) on one thread, images/s, for each of: 64 px images fp32
-  (NCHW, batch 32: the old default), channels_last, bf16 autocast, both; 32 px crops (batch 128) likewise;
+  (NCHW, batch 32: the old default), channels_last, bf16 autocast, both; 32 px crops (batch 128) likewise; then on
+  all cores, 32 px crops channels_last: torch's intra-op threads against one replica of the network per core;
 - ``train-vision`` end to end on all cores (``grasp_s2r.vision.train.train`` from random weights, ``--steps`` steps,
   the whole call timed: validation composites, worker start, precision probe, validation and checkpoints included):
   *old* = whole 64 px images, composites made in-process, torch's threads, bf16 only with AMX (the settings before
   crop training); *new* = the defaults (32 px crops then 10 % of the steps on whole images, composites in a worker
-  process, the step on the other core, channels_last, bf16 where a probe finds it faster).
+  process, the step's batch split over one replica of the network per core, each on one thread, channels_last, bf16
+  where a probe finds it faster).
 
 Images/s counts the images the step consumes (a crop is one image, a quarter of a whole image's pixels); pixels/s is
 printed beside it. ``--no-amx`` caps oneDNN below AMX (``ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16``): the CPU as one

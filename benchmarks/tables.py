@@ -49,6 +49,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "train_vision_speed": training.train_vision_speed_table,
     "train_vision_budget": training.train_vision_budget_table,
     "crop_recipe": training.crop_recipe_table,
+    "sphere_look": training.sphere_look_table,
     **{name: functools.partial(r.transcribed_table, name) for name in r.TRANSCRIBED},
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""

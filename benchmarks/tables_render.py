@@ -38,6 +38,8 @@ COMMANDS = {
     "bench_train_vision-noamx": "python benchmarks/bench_train_vision.py --no-amx --steps 300",
     "train_vision_budget": "python benchmarks/train_vision_budget.py --no-amx",
     "crop_recipe": "python benchmarks/crop_recipe.py",
+    "ablate_vision-look": "python benchmarks/ablate_vision.py --out runs/look --steps 600 --lr 3e-4 --parallel 2 "
+                          "--corpus CORPUS --arms ARMS --json benchmarks/results/ablate_vision-look.json",
     "compare_gripper_input-gt": "python benchmarks/compare_gripper_input.py --masks gt",
     **{f"bench_expert_search-{s}": f"python benchmarks/bench_expert_search.py --scenario {s} --episodes {n}"
        for s, n in (("nominal", 1000), ("teleport", 500), ("start-out-of-view", 500))},

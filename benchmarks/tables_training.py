@@ -23,8 +23,13 @@ def train_vision_speed_table(d: Path) -> str:
                for f in figs))]
     rows += [(f"step, one thread: {setting}", *(f"{f['step_one_thread_images_per_s'][setting]:.0f} img/s" for f in figs))
              for setting in figs[0]["step_one_thread_images_per_s"]]
+    rows += [(f"step, 2 cores, 32 px crops, channels_last: {setting}",
+              *(f"{f['step_all_cores_images_per_s'][setting]:.0f} img/s" if "step_all_cores_images_per_s" in f
+                else "–" for f in figs))
+             for setting in figs[0].get("step_all_cores_images_per_s", {})]
     for key, what in (("old", "old: 64 px images, in-process, torch's threads"),
-                      ("new", "new: the defaults (crops, a data worker, channels_last, bf16 where it pays)")):
+                      ("new", "new: the defaults (crops, a data worker, one replica per core, channels_last, bf16 "
+                              "where it pays)")):
         rows.append((f"`train-vision` end to end, 2 cores, {what}",
                      *(f"{f['end_to_end'][key]['images_per_s']:.0f} img/s, {f['end_to_end'][key]['megapixels_per_s']:.2f} "
                        f"Mpx/s ({f['end_to_end'][key]['steps']} steps in {f['end_to_end'][key]['seconds']:.0f} s)"
@@ -70,3 +75,21 @@ def crop_recipe_table(d: Path) -> str:
         rows.append((f"`{name}`{mark}", f"{c['val_score']:.3f}", suites))
     return md_table(("candidate", "val score", "precision / recall / false detections per suite"), rows) + "\n\n" + \
         provenance("crop_recipe", res)
+
+
+def sphere_look_table(d: Path) -> str:
+    """The wider-sphere-look ablation (``ablate_vision.py --json ...-look.json``): each arm on the val split."""
+    res = load("ablate_vision-look", d)
+    if res is None:
+        return not_measured("ablate_vision-look")
+    from ablate_vision import worst
+
+    f = res["figures"]
+    rows = []
+    for arm, suites in f["suites"].items():
+        cells = [f"{suites[s]['precision']:.3f} / {suites[s]['recall']:.3f} / {suites[s]['found_rate']:.3f} / "
+                 f"{suites[s]['false_detection_rate']:.3f}" for s in ("composites", "sim", "painted")]
+        rows.append((f"`{arm}`", *cells, f"{worst(suites):.3f}"))
+    head = ("arm", "composites P / R / found / false det.", "sim", "painted", "worst P or R")
+    return (md_table(head, rows) + f"\n\nEach arm fine-tunes the shipped checkpoint {f['steps']} steps (lr {f['lr']:g}) "
+            f"and is scored on the val split ({f['n_images']} images a suite). " + provenance("ablate_vision-look", res))

@@ -7,7 +7,7 @@ Each setting's step count fills the budget at the steps/s that ``benchmarks/benc
 machine (its ``end_to_end`` figures, read from its results file of the same ``--no-amx`` variant); the whole
 ``train`` call is timed and reported beside the budget. Old: whole 64 px images, composites made in-process, torch's
 threads, bf16 only with AMX. New: the defaults (32 px crops, then 10 % of the steps on whole images; a data worker;
-channels_last; bf16 where it pays).
+the step split over one replica of the network per core; channels_last; bf16 where it pays).
 
 The score is what recipes are chosen by: ``eval-vision --split val`` (training photos, validation seeds) on the
 ``composites``, ``sim`` and ``painted`` suites, the worst of precision and recall over the three. Writes
@@ -65,12 +65,12 @@ def main() -> int:
     cpu = cpu_info()
     print(f"CPU: {cpu.describe()}; budget {args.minutes:g} min a setting", flush=True)
     settings = {
-        "old": ({"crop_px": 0, "full_size_share": 0.0, "workers": 0}, "on" if cpu.amx_bf16 else "off"),
-        "new": ({}, "auto"),
+        "old": ({"crop_px": 0, "full_size_share": 0.0, "workers": 0}, "on" if cpu.amx_bf16 else "off", 1),
+        "new": ({}, "auto", None),
     }
     figures: dict = {"budget_minutes": args.minutes, "cpu": cpu.describe(), "settings": {}}
     curves = {}
-    for name, (overrides, amp) in settings.items():
+    for name, (overrides, amp, replicas) in settings.items():
         steps = max(10, int(args.minutes * 60 * speed[name]["steps_per_s"]))
         every = max(1, steps // 10)
         cfg = SegmenterTrainConfig(steps=steps, val_every=every, checkpoint_every=every, **overrides)
@@ -78,7 +78,7 @@ def main() -> int:
         shutil.rmtree(out, ignore_errors=True)
         print(f"{name}: {steps} steps", flush=True)
         t0 = time.perf_counter()
-        model = train(cfg, out, amp=amp, progress=True)
+        model = train(cfg, out, amp=amp, replicas=replicas, progress=True)
         seconds = time.perf_counter() - t0
         report, _ = evaluate_suites(model, list(SUITES), latency_frames=0,
                                     cfg=VisionEvalConfig(n_images=args.n_images, split="val"))
