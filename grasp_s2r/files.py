@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import shutil
 import socket
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
 
@@ -19,9 +25,48 @@ def file_sha256(path: Path | str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
+def free_space(path: Path | str) -> str:
+    """The free space of the file system holding ``path`` (or its nearest existing parent), for messages."""
+    where = next((a for a in (Path(path).absolute(), *Path(path).absolute().parents) if a.exists()), Path("/"))
+    free = float(shutil.disk_usage(where).free)
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if free < 1000 or unit == "GB":
+            return f"{free:.0f} {unit}" if unit == "bytes" else f"{free:.1f} {unit}"
+        free /= 1000
+    raise AssertionError  # unreachable
+
+
+def disk_error(e: OSError, path: Path | str) -> OSError:
+    """``e`` as the user should read it: a full disk (ENOSPC, a quota, or numpy's errno-less short write
+    "N requested and M written") names ``path`` and the free space; a refused temp file of ours names ``path``."""
+    short_write = e.errno is None and "requested and" in str(e) and "written" in str(e)
+    if short_write or e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return OSError(errno.ENOSPC, f"no space left on the device ({free_space(path)} free)", str(path))
+    if e.filename is not None and Path(str(e.filename)).name.startswith(".tmp-") and e.errno is not None:
+        return OSError(e.errno, e.strerror, str(path))
+    return e
+
+
+@contextmanager
+def disk_errors(path: Path | str) -> Iterator[None]:
+    """Writes inside the ``with`` that fail for a full disk or a refused temp file raise :func:`disk_error`."""
+    try:
+        yield
+    except OSError as e:
+        new = disk_error(e, path)
+        if new is e:
+            raise
+        raise new from None
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temp file + rename (readers see the old or the new file, whole)."""
     path = Path(path)
+    with disk_errors(path):
+        _atomic_write(path, data)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
     try:
@@ -96,6 +141,22 @@ def folder_kind(folder: Path) -> str | None:
     return _legacy_kind(Path(folder))
 
 
+UNREADABLE_LOCK_AGE_S = 10.0
+"""An unreadable lock older than this is stale (grasp_s2r 0.1.0 before issue 25 wrote the pid just after creating the file)."""
+
+
+@contextmanager
+def _folder_mutex(folder: Path) -> Iterator[None]:
+    """Exclusive ``flock`` of ``folder`` while inside: released by the kernel when its process dies, so it is
+    never stale."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -137,33 +198,48 @@ class ArtifactFolder:
         if kind is not None and kind != self.kind:
             raise ArtifactError(f"{p} holds {ARTIFACT_KINDS.get(kind, kind)}, not {ARTIFACT_KINDS[self.kind]}; "
                                 "choose another --out")
-        foreign = sorted(x.name for x in p.iterdir() if x.name not in (ARTIFACT_MARKER, ARTIFACT_LOCK))
+        foreign = sorted(x.name for x in p.iterdir()
+                         if x.name != ARTIFACT_MARKER and not x.name.startswith(ARTIFACT_LOCK))
         if kind is None and foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise ArtifactError(f"{p} holds files no grasp_s2r command wrote ({shown}); choose an empty or new --out")
 
     def _lock(self) -> None:
+        """Take the folder's lock: the lock file appears whole (written to a temp file, then linked into place),
+        and judging an existing lock and taking it over happen under ``flock`` of the folder, so two processes
+        can never both own it (``tests/test_lock_race.py``)."""
         lock = self.path / ARTIFACT_LOCK
-        me = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
-        for _ in range(2):
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                try:
-                    owner = json.loads(lock.read_text())
-                except (ValueError, OSError):
-                    owner = {}
-                pid, host = int(owner.get("pid", -1)), owner.get("host")
-                if host == socket.gethostname() and pid > 0 and pid != os.getpid() and _pid_alive(pid):
-                    raise ArtifactError(f"{self.path} is being written by another grasp-s2r process (pid {pid}); "
-                                        "wait for it or choose another --out") from None
-                lock.unlink(missing_ok=True)  # a stale lock (dead writer, or this process's own leftover)
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(me)
-            self._locked = True
-            return
-        raise ArtifactError(f"{self.path}: could not take the lock {ARTIFACT_LOCK}")
+        tmp = self.path / f"{ARTIFACT_LOCK}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+        try:
+            with _folder_mutex(self.path):
+                if lock.exists():
+                    self._judge(lock)  # raises unless its owner is provably gone
+                    lock.unlink()
+                os.link(tmp, lock)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._locked = True
+
+    def _judge(self, lock: Path) -> None:
+        """Raise :class:`ArtifactError` unless the writer named in ``lock`` is provably gone: a dead pid of this
+        host, this process itself, or (a lock of an older grasp_s2r, created before its pid was written) an
+        unreadable lock older than :data:`UNREADABLE_LOCK_AGE_S`."""
+        try:
+            owner = json.loads(lock.read_text())
+            pid, host = int(owner["pid"]), str(owner["host"])
+        except (ValueError, OSError, KeyError, TypeError):
+            age = time.time() - lock.stat().st_mtime
+            if age > UNREADABLE_LOCK_AGE_S:
+                return
+            raise ArtifactError(f"{self.path} is being claimed by another grasp-s2r process (its lock has no owner "
+                                "yet); wait for it or choose another --out") from None
+        if host != socket.gethostname():
+            raise ArtifactError(f"{self.path} is locked by pid {pid} on host {host}; if no grasp-s2r runs there, "
+                                f"delete {lock}")
+        if pid > 0 and pid != os.getpid() and _pid_alive(pid):
+            raise ArtifactError(f"{self.path} is being written by another grasp-s2r process (pid {pid}); "
+                                "wait for it or choose another --out")
 
     def __enter__(self) -> Self:
         self.check()
@@ -178,7 +254,7 @@ class ArtifactFolder:
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if self._locked:
-            (self.path / ARTIFACT_LOCK).unlink(missing_ok=True)
+            (self.path / ARTIFACT_LOCK).unlink(missing_ok=True)  # ours: no one takes a live process's lock
             self._locked = False
         if exc_type is not None and self._created:
             self._remove_if_unused()
