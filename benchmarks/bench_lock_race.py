@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from test_lock_race import race  # noqa: E402 - the test's race, run bigger
+from test_lock_race import race
 
 
 def main() -> None:

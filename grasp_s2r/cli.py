@@ -13,8 +13,8 @@ import importlib
 import signal
 import sys
 
-from grasp_s2r import __version__
-from grasp_s2r.files import ArtifactError
+from grasp_s2r import __version__, bounds
+from grasp_s2r.files import ArtifactError, user_path
 from grasp_s2r.options import (  # noqa: F401 - re-exported: the command modules' names
     Parser,
     UsageError,
@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[args.command][0])
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
+        bounds.check(args.command, args, argv)  # every size bounded before the command's own code runs
         return int(module.run(args) or 0)
     except (UsageError, ArtifactError) as e:
         print(f"grasp-s2r {args.command}: error: {e}", file=sys.stderr)
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         if e.filename is None and e.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise  # not about a path the user gave or a full disk: a bug, keep its traceback
-        where = f" {e.filename}" if e.filename is not None else ""
+        where = f" {user_path(e.filename)}" if e.filename is not None else ""  # never our temp file's name
         print(f"grasp-s2r {args.command}: error: cannot use{where}: {e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

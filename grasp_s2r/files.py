@@ -7,6 +7,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -25,6 +26,25 @@ def file_sha256(path: Path | str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
+def torch_load_problem(path: Path | str, e: BaseException) -> str:
+    """Why ``torch.load`` could not read ``path`` (it raised ``e``), in words a user can act on: torch's own
+    messages for arbitrary bytes are a bare key ("101") or a paragraph about ``weights_only``."""
+    try:
+        head = Path(path).read_bytes()[:2]
+    except OSError as err:
+        return err.strerror or type(err).__name__
+    if not head:
+        return "an empty file"
+    if head != b"PK" and head[:1] != b"\x80":
+        return "not a torch file: neither a zip archive nor a pickle"
+    reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    if reason.startswith("Weights only load failed"):  # torch's paragraph about its weights_only default
+        return "not a torch file of tensors and plain data: something else, or a pickle that would run code"
+    if not reason or isinstance(e, KeyError) or reason.strip("'").isdigit():
+        return f"a damaged torch file ({type(e).__name__})"
+    return f"{type(e).__name__}: {reason[:200]}"
+
+
 def free_space(path: Path | str) -> str:
     """The free space of the file system holding ``path`` (or its nearest existing parent), for messages."""
     where = next((a for a in (Path(path).absolute(), *Path(path).absolute().parents) if a.exists()), Path("/"))
@@ -36,13 +56,23 @@ def free_space(path: Path | str) -> str:
     raise AssertionError  # unreachable
 
 
+_TEMP_NAME = re.compile(r"^\.tmp-(.+)-[A-Za-z0-9_]{8}$")
+"""``.tmp-NAME-XXXXXXXX``: the temp file or folder (``tempfile.mkstemp`` / ``mkdtemp``) that becomes ``NAME``."""
+
+
+def user_path(name: str | os.PathLike[str]) -> str:
+    """The path the user asked for, for a temp file of ours (``.tmp-NAME-XXXXXXXX`` -> ``NAME``), else ``name``."""
+    m = _TEMP_NAME.match(Path(name).name)
+    return str(Path(name).parent / m.group(1)) if m else str(name)
+
+
 def disk_error(e: OSError, path: Path | str) -> OSError:
     """``e`` as the user should read it: a full disk (ENOSPC, a quota, or numpy's errno-less short write
     "N requested and M written") names ``path`` and the free space; a refused temp file of ours names ``path``."""
     short_write = e.errno is None and "requested and" in str(e) and "written" in str(e)
     if short_write or e.errno in (errno.ENOSPC, errno.EDQUOT):
         return OSError(errno.ENOSPC, f"no space left on the device ({free_space(path)} free)", str(path))
-    if e.filename is not None and Path(str(e.filename)).name.startswith(".tmp-") and e.errno is not None:
+    if e.filename is not None and user_path(e.filename) != str(e.filename) and e.errno is not None:
         return OSError(e.errno, e.strerror, str(path))
     return e
 
@@ -60,17 +90,14 @@ def disk_errors(path: Path | str) -> Iterator[None]:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file + rename (readers see the old or the new file, whole)."""
+    """Write ``data`` to ``path`` through a temp file + rename (readers see the old or the new file, whole). A full
+    disk or a refused place is an OSError naming ``path`` (and the free space), never the temp file."""
     path = Path(path)
     with disk_errors(path):
-        _atomic_write(path, data)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with disk_errors(path), os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -181,6 +208,7 @@ class ArtifactFolder:
             raise ValueError(f"unknown artifact kind {kind!r}")
         self.path, self.kind = Path(path), kind
         self._locked = False
+        self._wrote_marker = False
         self._created: list[Path] = []
         """Folders this ``with`` created (the folder and missing parents, innermost first)."""
 
@@ -244,27 +272,33 @@ class ArtifactFolder:
     def __enter__(self) -> Self:
         self.check()
         self._created = [a for a in (self.path, *self.path.absolute().parents) if not a.exists()]
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._lock()
-        marker = self.path / ARTIFACT_MARKER
-        if not marker.is_file():
-            atomic_write(marker, json.dumps({"format": ARTIFACT_FORMAT, "format_version": ARTIFACT_FORMAT_VERSION,
-                                             "kind": self.kind, "package_version": __version__}, indent=2).encode())
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._lock()
+            marker = self.path / ARTIFACT_MARKER
+            if not marker.is_file():
+                self._wrote_marker = True
+                atomic_write(marker, json.dumps({"format": ARTIFACT_FORMAT, "format_version": ARTIFACT_FORMAT_VERSION,
+                                                 "kind": self.kind, "package_version": __version__},
+                                                indent=2).encode())
+        except BaseException as e:  # an unwritable place, another writer: release and remove what was made
+            self.__exit__(type(e), e, e.__traceback__)
+            raise
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if self._locked:
             (self.path / ARTIFACT_LOCK).unlink(missing_ok=True)  # ours: no one takes a live process's lock
             self._locked = False
-        if exc_type is not None and self._created:
+        if exc_type is not None:
             self._remove_if_unused()
 
     def _remove_if_unused(self) -> None:
-        """After a failure: the folder this ``with`` created goes again if nothing but its marker was written (a
-        refused input leaves no trace); a folder holding any work is kept (resumable)."""
-        if not self.path.is_dir() or any(x.name != ARTIFACT_MARKER for x in self.path.iterdir()):
-            return
-        (self.path / ARTIFACT_MARKER).unlink(missing_ok=True)
+        """After a failure: the marker this ``with`` wrote, and the folders it created, go again if nothing else
+        was written (a refused input leaves no trace); a folder holding any work is kept (resumable)."""
+        p = self.path
+        if self._wrote_marker and p.is_dir() and all(x.name == ARTIFACT_MARKER for x in p.iterdir()):
+            (p / ARTIFACT_MARKER).unlink(missing_ok=True)
         for folder in self._created:  # innermost first; stops at the first one that is not empty
             try:
                 folder.rmdir()

@@ -115,9 +115,9 @@ def write_episode(root: Path, index: int, arrays: Mapping[str, np.ndarray], info
     and sha256) last, then one rename. A full disk is reported naming the episode and the free space."""
     root = Path(root)
     final = root / episode_dirname(index)
-    with disk_errors(final):
-        tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{final.name}-"))
-        try:
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{final.name}-"))
+    try:
+        with disk_errors(final):  # the free space as it was when the write failed
             os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the dataset from everyone else
             recorded = {}
             for name, arr in arrays.items():
@@ -131,9 +131,9 @@ def write_episode(root: Path, index: int, arrays: Mapping[str, np.ndarray], info
                 f.flush()
                 os.fsync(f.fileno())
             os.rename(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return final
 
 

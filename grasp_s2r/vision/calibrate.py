@@ -83,7 +83,7 @@ def break_even_threshold(proba: np.ndarray, target: np.ndarray) -> tuple[float, 
 def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.n_images,
                          seed: int = CalibrationConfig.seed, data: DataConfig | None = None,
                          backgrounds_dir: Path | None = None, out: Path | str | None = None,
-                         device: Any = None) -> dict[str, Any]:
+                         device: Any = None, progress: bool = True) -> dict[str, Any]:
     """Set the break-even threshold of the checkpoint at ``path`` (written to ``out``, default in place).
 
     Composites: ``n_images`` ``val``-stream items (training photos, augmented as ``data``, default the standard
@@ -101,7 +101,8 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.
                                backgrounds=load_backgrounds("train", backgrounds_dir), stream="val", seed=seed,
                                length=CALIBRATION_START + n_images)
     try:
-        images, masks = make_composites(dataset, n_images, desc="calibration composites", start=CALIBRATION_START)
+        images, masks = make_composites(dataset, n_images, desc="calibration composites", start=CALIBRATION_START,
+                                        progress=progress)
     finally:
         dataset.close()
     proba = np.concatenate([segmenter.predict_proba(images[i:i + 256]) for i in range(0, n_images, 256)])
