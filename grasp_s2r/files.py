@@ -56,8 +56,9 @@ def free_space(path: Path | str) -> str:
     raise AssertionError  # unreachable
 
 
-_TEMP_NAME = re.compile(r"^\.tmp-(.+)-[A-Za-z0-9_]{8}$")
-"""``.tmp-NAME-XXXXXXXX``: the temp file or folder (``tempfile.mkstemp`` / ``mkdtemp``) that becomes ``NAME``."""
+_TEMP_NAME = re.compile(r"^\.tmp-(.+)-[A-Za-z0-9_]{8}(\.[A-Za-z0-9]+)?$")
+"""``.tmp-NAME-XXXXXXXX[.SUFFIX]``: the temp file or folder (``tempfile.mkstemp`` / ``mkdtemp``) that becomes
+``NAME``."""
 
 
 def user_path(name: str | os.PathLike[str]) -> str:
