@@ -123,9 +123,10 @@ def _on_accelerator(args: argparse.Namespace) -> bool:
     return torch.cuda.is_available()
 
 
-def require_images(n: int, px: int, batch: int) -> None:
-    """The memory check of an evaluation of ``n`` images of ``px`` px, once the model's image size is known."""
-    require_memory(n * px * px * 8.0 + batch * px * px * 128.0 * 16, f"--n-images {n} of {px} px images")
+def require_images(n: int, pixels: int, batch: int) -> None:
+    """The memory check of an evaluation of ``n`` images of ``pixels`` pixels each, in batches of ``batch``, once the
+    model's image size is known (its RGB, label and probability map an image; the network's activations a batch)."""
+    require_memory(n * pixels * 8.0 + min(batch, n) * pixels * 128.0 * 16, f"--n-images {n} of {round(pixels ** 0.5)} px images")
 
 
 def available_memory() -> float:

@@ -136,7 +136,7 @@ def _collect(cfg: CollectConfig, masks: MaskSource, progress: bool = True) -> Co
             bar.close()
     bar.close()
     seconds = time.perf_counter() - t0
-    ds = EpisodeDataset(root)
+    ds = EpisodeDataset(root, verify=False)  # verified when the run started; its new episodes were just written
     n_success = sum(int(e.info["success"]) for e in ds)
     return CollectSummary(episodes=len(ds), successes=n_success, steps=ds.num_steps(), new_episodes=tally["new"],
                           seconds=seconds, removed_partial=removed, workers=workers, damaged=damaged)

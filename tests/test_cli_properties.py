@@ -74,8 +74,8 @@ BASE = {  # a short run, whatever is drawn on top (argparse: the last value of a
     "export": "{ds} --format robomimic --out out.hdf5",
     "upgrade": "{ds} --out out",
 }
-EXAMPLES = {"collect": 12, "train-vision": 8, "eval-vision": 8, "calibrate-vision": 8, "train-gripper": 5, "dagger": 5,
-            "eval": 8, "pipeline": 15, "export": 8, "upgrade": 6}
+EXAMPLES = {"collect": 12, "train-vision": 10, "eval-vision": 10, "calibrate-vision": 8, "train-gripper": 6, "dagger": 6,
+            "eval": 10, "pipeline": 6, "export": 10, "upgrade": 6}
 """Examples a command (the ``ci`` profile): what the suite's budget affords, the slow commands fewest."""
 
 
@@ -104,7 +104,7 @@ def _paths(command: str, flag: str, f: dict[str, str]) -> tuple[list[str], list[
     real = {"--model": [f["seg16"]], "--vision": [f["seg"], ""], "--policy": [f["ctrl"]], "--init": [f["seg16"]],
             "--demos": [f["ds"]], "--out": ["out", "new/sub"]}.get(flag, [])
     other = f["tv"] if command in ("collect", "upgrade") else f["ds"]
-    return real, ["missing", "", f["txt"], f["foreign"], other]
+    return real, ["", f["txt"], f["foreign"], other] + ([] if flag == "--out" else ["missing"])
 
 
 def option_values(command: str, f: dict[str, str]) -> tuple[list[tuple[str, st.SearchStrategy]], list[str]]:
@@ -207,7 +207,7 @@ def test_any_command_line_runs_or_is_refused_in_one_line(command, files, capfd):
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_command_lines_with_a_hostile_value_run_or_are_refused_in_one_line(command, files, capfd):
-    @settings(max_examples=12 * SCALE)
+    @settings(max_examples=(6 if command == "pipeline" else 12) * SCALE)
     @given(argv=command_lines(command, files, hostile=True))
     def prop(argv):
         check_property(argv, files, capfd)

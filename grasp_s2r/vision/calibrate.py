@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from grasp_s2r.bounds import require_images
 from grasp_s2r.vision.backgrounds import load_backgrounds
 from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.segmenter import Segmenter, read_checkpoint, write_checkpoint
@@ -97,6 +98,7 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.
     h, w = segmenter.input_hw
     if h != w:
         raise ValueError(f"calibration composites need a square input, got {segmenter.input_hw}")
+    require_images(n_images, h * w, 256)
     dataset = CompositeDataset(env_config=env_config_for(h), data=data,
                                backgrounds=load_backgrounds("train", backgrounds_dir), stream="val", seed=seed,
                                length=CALIBRATION_START + n_images)
