@@ -34,6 +34,8 @@ RANGES: dict[str, tuple[int, int]] = {
 }
 """Option -> (least, most) accepted, the same for every command that has it (``--workers 0``: in-process, where a
 command allows it; its own parser refuses it elsewhere)."""
+FLOAT_MAX = {"--lr": 10.0}
+"""Float options' upper bounds where their configs check only the lower one (an lr of 1e308 makes NaN weights)."""
 RAY_WORKERS_MAX = 256
 """``--workers`` per Ray actor (on other machines: not capped at this one's cores)."""
 PATH_OPTIONS = ("--out", "--model", "--policy", "--data", "--demos", "--init", "--backgrounds")
@@ -52,6 +54,10 @@ def check(command: str, args: argparse.Namespace, argv: Sequence[str]) -> None:
         value = getattr(args, flag[2:].replace("-", "_"), None)
         if isinstance(value, int) and not isinstance(value, bool) and not lo <= value <= hi:
             raise UsageError(f"{flag} must be in [{lo}, {hi}], got {value}")
+    for flag, hi in FLOAT_MAX.items():
+        value = getattr(args, flag[2:].replace("-", "_"), None)
+        if isinstance(value, float) and value > hi:
+            raise UsageError(f"{flag} must be at most {hi:g}, got {value:g}")
     _cap_cores(command, args)
     need, what = estimate_memory(command, args)
     require_memory(need, what)

@@ -179,7 +179,11 @@ def _folder_mutex(folder: Path) -> Iterator[None]:
     never stale."""
     fd = os.open(folder, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:  # a file system without flock (some network ones): the lock file alone, as before
+            if e.errno not in (errno.ENOLCK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
         yield
     finally:
         os.close(fd)
@@ -245,7 +249,12 @@ class ArtifactFolder:
                 if lock.exists():
                     self._judge(lock)  # raises unless its owner is provably gone
                     lock.unlink()
-                os.link(tmp, lock)
+                try:
+                    os.link(tmp, lock)
+                except OSError as e:  # a file system without hard links: rename (the judging is under the mutex)
+                    if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                        raise
+                    os.rename(tmp, lock)
         finally:
             tmp.unlink(missing_ok=True)
         self._locked = True

@@ -107,3 +107,18 @@ def test_old_episodes_without_digests_are_checked_by_sizes(pristine, tmp_path):
     np.save(ds / "episode-000000" / "rgb.npy", np.zeros((1, 16, 16, 3), np.uint8))  # whole, but too short
     with pytest.raises(DatasetError, match=r"rgb.npy holds shape \(1, 16, 16, 3\) .* not \d+ steps whole"):
         EpisodeDataset(ds)
+
+
+def test_a_damaged_round_of_a_dagger_run_is_refused_on_resume_and_by_export(tmp_path, capfd):
+    run = tmp_path / "run"
+    line = ["dagger", "--out", str(run), "--rounds", "1", "--episodes-per-round", "2", "--eval-episodes", "1",
+            "--masks", "gt", "--no-bc", "--workers", "1", "--train-steps", "1", "--max-steps", "5", "--quiet"]
+    assert main(line) == 0
+    _truncate(run / "round-000" / "episode-000001" / "input_mask.npy")
+    capfd.readouterr()
+    for argv in (line[:4] + ["2"] + line[5:], ["export", str(run), "--format", "robomimic", "--out",
+                                                 str(tmp_path / "x.hdf5")]):
+        assert main(argv) == 2, argv
+        err = capfd.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "round-000/episode-000001 is damaged: input_mask.npy has" in err[0], err
+    assert not (tmp_path / "x.hdf5").exists() and not (run / "round-001").exists()

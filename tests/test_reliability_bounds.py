@@ -205,3 +205,16 @@ def test_row11_dataset_folders_are_readable_by_others(cwd, capfd):
     for p in [cwd / "d", *(cwd / "d").iterdir()]:
         want = (0o777 if p.is_dir() else 0o666) & ~umask
         assert p.stat().st_mode & want == want, (p, oct(p.stat().st_mode))
+
+
+# --- found by tests/test_cli_properties.py: a learning rate of 1e308 made NaN weights, and NaN actions stall -----
+def test_a_huge_lr_is_refused_and_a_nan_controller_is_not_rolled_out(cwd, capfd):
+    import torch
+
+    refused(capfd, ["dagger", "--out", "run", "--lr", "1e308"], "--lr must be at most 10, got 1e+308", cwd)
+    blob = torch.load(CTRL, weights_only=True)
+    first = next(k for k, v in blob["state_dict"].items() if v.is_floating_point())
+    blob["state_dict"][first] = torch.full_like(blob["state_dict"][first], float("nan"))
+    torch.save(blob, cwd / "nan.pt")
+    refused(capfd, ["eval", "--policy", cwd / "nan.pt", "--masks", "gt", "--episodes", "1", "--out", "ev"],
+            "nan.pt holds non-finite weights (a diverged training)", cwd)

@@ -231,4 +231,10 @@ class Policy:
         cfg = PolicyConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["policy_config"].items()})
         policy = cls(cfg, device)
         policy.net.load_state_dict(blob["state_dict"])
+        if not policy.weights_finite():
+            raise ValueError(f"{path} holds non-finite weights (a diverged training): its actions would be NaN")
         return policy, blob
+
+    def weights_finite(self) -> bool:
+        """Whether every weight is a finite number (NaN actions would stall the simulator)."""
+        return all(bool(torch.isfinite(p).all()) for p in self.net.state_dict().values() if p.is_floating_point())
