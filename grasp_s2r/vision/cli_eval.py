@@ -110,10 +110,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             if len(suites) > 1:
                 report, results = evaluate_suites(model, suites, cfg=cfg, backgrounds_dir=args.backgrounds,
-                                                  device=args.device, threshold=args.threshold)
+                                                  device=args.device or None, threshold=args.threshold)
             else:
                 result = evaluate_segmenter(model, cfg=cfg, data_dir=args.data, backgrounds_dir=args.backgrounds,
-                                            device=args.device, threshold=args.threshold)
+                                            device=args.device or None, threshold=args.threshold)
                 report, results = result.report, {suites[0]: result}
         except (CheckpointError, DataFolderError, BackgroundError, SuiteError) as e:
             raise UsageError(str(e)) from None
