@@ -7,22 +7,27 @@ written.
 
 Float options (learning rates, probabilities, angles) are checked by the configs they set.
 
-This module is a leaf (standard library, :mod:`grasp_s2r.options` and :mod:`grasp_s2r.cpu`).
+Imports the standard library, :mod:`grasp_s2r.options`, :mod:`grasp_s2r.cpu` and :mod:`grasp_s2r.control.seeds`; a command's config module (for the
+defaults of the options left out) only when its command runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
+import math
 import os
 import sys
 from collections.abc import Sequence
 
+from grasp_s2r.control.seeds import ROUND_STRIDE
 from grasp_s2r.cpu import available_cores
-from grasp_s2r.options import UsageError
+from grasp_s2r.options import UsageError, default_of
 
 BIG = 10_000_000
 RANGES: dict[str, tuple[int, int]] = {
-    "--episodes": (1, 100_000), "--demo-episodes": (1, 100_000), "--episodes-per-round": (1, 100_000),
+    "--episodes": (1, 100_000), "--demo-episodes": (1, 100_000), "--episodes-per-round": (1, ROUND_STRIDE),
     "--eval-episodes": (1, 100_000), "--video": (0, 100), "--rounds": (1, 1000), "--dagger-rounds": (1, 1000),
     "--beta-rampdown": (1, 1000), "--max-steps": (1, 10_000), "--blind-cutoff": (0, 10_000),
     "--seed": (0, 2**31 - 1), "--resolution": (8, 1024), "--image-size": (16, 1024), "--width": (1, 512),
@@ -56,7 +61,7 @@ def check(command: str, args: argparse.Namespace, argv: Sequence[str]) -> None:
             raise UsageError(f"{flag} must be in [{lo}, {hi}], got {value}")
     for flag, hi in FLOAT_MAX.items():
         value = getattr(args, flag[2:].replace("-", "_"), None)
-        if isinstance(value, float) and value > hi:
+        if isinstance(value, float) and math.isfinite(value) and value > hi:  # nan, inf: the config's message
             raise UsageError(f"{flag} must be at most {hi:g}, got {value:g}")
     _cap_cores(command, args)
     need, what = estimate_memory(command, args)
@@ -89,35 +94,58 @@ def _cap_cores(command: str, args: argparse.Namespace) -> None:
               file=sys.stderr)
 
 
-def _get(args: argparse.Namespace, name: str, default: int) -> int:
-    value = getattr(args, name, None)
-    return default if value is None else int(value)
+_CONFIGS = {  # command -> its config dataclass, whose defaults stand in for the options left out
+    "collect": ("grasp_s2r.collect", "CollectConfig"), "dagger": ("grasp_s2r.control.dagger", "DaggerConfig"),
+    "eval": ("grasp_s2r.control.evaluate", "PolicyEvalConfig"),
+    "train-vision": ("grasp_s2r.vision.train_config", "SegmenterTrainConfig"),
+    "train-gripper": ("grasp_s2r.vision.gripper_train", "GripperTrainConfig"),
+    "eval-vision": ("grasp_s2r.vision.evaluate", "VisionEvalConfig"),
+    "calibrate-vision": ("grasp_s2r.vision.calibrate", "CalibrationConfig"),
+}
+
+
+def _value(command: str, args: argparse.Namespace, dest: str, field: str) -> int:
+    """The option ``dest`` as given, else the default of ``field`` in the command's config (or, for the scene, of
+    :class:`~grasp_s2r.sim.config.EnvConfig`)."""
+    value = getattr(args, dest, None)
+    if value is not None:
+        return int(value)
+    module, name = _CONFIGS[command]
+    if field.startswith("env.") and command in ("eval", "train-gripper"):  # their scene is not an option
+        module, name, field = "grasp_s2r.sim.config", "EnvConfig", field[4:]
+    return int(default_of(getattr(importlib.import_module(module), name), field))
 
 
 def estimate_memory(command: str, args: argparse.Namespace) -> tuple[float, str]:
     """(bytes, what needs them) of the run ``args`` asks for, an estimate of its peak; (0, "") when it is small
-    whatever its options. Defaults stand in for options left out (the configs' defaults, see ``--help``)."""
+    whatever its options."""
+    if command not in _CONFIGS:
+        return 0.0, ""
+    v = functools.partial(_value, command, args)
     if command in ("collect", "dagger", "eval"):
-        px, steps = _get(args, "resolution", 64), _get(args, "max_steps", 80)
-        workers = min(_get(args, "workers", 1), RAY_WORKERS_MAX)
+        px, steps = v("resolution", "env.camera.width_px"), v("max_steps", "env.scene.max_episode_steps")
+        workers = min(v("workers", "workers"), RAY_WORKERS_MAX)
         episode = steps * px * px * 8.0  # rgb (3 bytes a pixel) + the masks (1 byte each) of every step
         in_flight = 16 + 2 * workers  # the episode writer's queue + one per worker, plus its copy on the way
         need = in_flight * episode + workers * PYBULLET_WORKER_BYTES
-        return need, f"--resolution {px} with --max-steps {steps} and {workers} worker(s)"
+        what = f"--resolution {px} with --max-steps {steps} and {workers} worker(s)"
+        if command == "dagger":  # every round's input masks, as the controller trains on them (1 byte a pixel)
+            episodes = v("rounds", "rounds") * v("episodes_per_round", "episodes_per_round")
+            need += episodes * steps * px * px * 2.0
+            what = f"{episodes} episodes (--rounds x --episodes-per-round) of {what}"
+        return need, what
     if command in ("train-vision", "train-gripper"):
-        px, batch = _get(args, "image_size", 64), _get(args, "batch_size", 32)
-        width = _get(args, "width", 12) if command == "train-vision" else 12
-        # activations and their gradients of the U-Net, ~128 bytes a channel of its first level a pixel
-        need = batch * px * px * (128.0 * width + 16.0)
         if _on_accelerator(args):
             return 0.0, ""  # the step's memory is the accelerator's (torch reports its own out-of-memory)
-        return need, f"--batch-size {batch} of {px} px images"
-    if command in ("eval-vision", "calibrate-vision"):
-        n = _get(args, "n_images", 200)
-        # each image's RGB, label and probability map at the packaged segmenter's 64 px (a larger model is
-        # checked again once its checkpoint is read: :func:`require_images`)
-        return n * 64 * 64 * 8.0, f"--n-images {n}"
-    return 0.0, ""
+        px = v("image_size", "image_size_px") if command == "train-vision" else v("", "env.camera.width_px")
+        batch = v("batch_size", "batch_size")
+        width = v("width", "width") if command == "train-vision" else 16
+        # activations and their gradients of the U-Net, ~128 bytes a channel of its first level a pixel
+        return batch * px * px * (128.0 * width + 16.0), f"--batch-size {batch} of {px} px images"
+    n = v("n_images", "n_images")
+    # each image's RGB, label and probability map at the packaged segmenter's 64 px (a larger model is checked
+    # again once its checkpoint is read: :func:`require_images`)
+    return n * 64 * 64 * 8.0, f"--n-images {n}"
 
 
 def _on_accelerator(args: argparse.Namespace) -> bool:

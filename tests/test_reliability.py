@@ -326,7 +326,7 @@ CASES = [
     ("dagger", "the following arguments are required: --out"),
     (f"{D} --rounds 0", f"{POS}, got 0"),
     (f"{D} --episodes-per-round 0", f"{POS}, got 0"),
-    (f"{D} --episodes-per-round 100000", "episodes_per_round must be <="),
+    (f"{D} --episodes-per-round 100000", "--episodes-per-round must be in [1, 10000], got 100000"),
     (f"{D} --eval-episodes 0", f"{POS}, got 0"),
     (f"{D} --eval-conditions moon", "eval_conditions must be names from"),
     (f"{D} --eval-conditions ,", "eval_conditions must be names from"),
