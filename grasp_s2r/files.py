@@ -62,16 +62,25 @@ _TEMP_NAME = re.compile(r"^\.tmp-(.+)-[A-Za-z0-9_]{8}(\.[A-Za-z0-9]+)?$")
 
 
 def user_path(name: str | os.PathLike[str]) -> str:
-    """The path the user asked for, for a temp file of ours (``.tmp-NAME-XXXXXXXX`` -> ``NAME``), else ``name``."""
-    m = _TEMP_NAME.match(Path(name).name)
-    return str(Path(name).parent / m.group(1)) if m else str(name)
+    """The path the user asked for: each temp file or folder of ours in ``name`` (``.tmp-NAME-XXXXXXXX``) named as
+    what it becomes (``NAME``)."""
+    parts = [m.group(1) if (m := _TEMP_NAME.match(p)) else p for p in Path(name).parts]
+    return str(Path(*parts)) if parts else str(name)
+
+
+def full_disk(e: OSError) -> bool:
+    """Whether ``e`` says the disk is full: ENOSPC or a quota, numpy's errno-less short write ("N requested and M
+    written"), or a library's message holding the C library's (pyarrow's "[errno 28] No space left on device",
+    h5py's "errno = 28")."""
+    text = str(e)
+    return (e.errno in (errno.ENOSPC, errno.EDQUOT) or ("requested and" in text and "written" in text)
+            or os.strerror(errno.ENOSPC) in text or f"errno = {errno.ENOSPC}," in text)
 
 
 def disk_error(e: OSError, path: Path | str) -> OSError:
-    """``e`` as the user should read it: a full disk (ENOSPC, a quota, or numpy's errno-less short write
-    "N requested and M written") names ``path`` and the free space; a refused temp file of ours names ``path``."""
-    short_write = e.errno is None and "requested and" in str(e) and "written" in str(e)
-    if short_write or e.errno in (errno.ENOSPC, errno.EDQUOT):
+    """``e`` as the user should read it: a full disk (:func:`full_disk`) names ``path`` and the free space; a
+    refused temp file of ours names ``path``."""
+    if full_disk(e):
         return OSError(errno.ENOSPC, f"no space left on the device ({free_space(path)} free)", str(path))
     if e.filename is not None and user_path(e.filename) != str(e.filename) and e.errno is not None:
         return OSError(e.errno, e.strerror, str(path))

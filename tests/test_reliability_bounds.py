@@ -218,3 +218,15 @@ def test_a_huge_lr_is_refused_and_a_nan_controller_is_not_rolled_out(cwd, capfd)
     torch.save(blob, cwd / "nan.pt")
     refused(capfd, ["eval", "--policy", cwd / "nan.pt", "--masks", "gt", "--episodes", "1", "--out", "ev"],
             "nan.pt holds non-finite weights (a diverged training)", cwd)
+
+
+def test_row2_a_library_write_on_a_full_disk_names_out_and_never_our_temp_folder(cwd, capfd):
+    pytest.importorskip("pyarrow")
+    assert main(["collect", "--out", "ds", "--episodes", "3", "--max-steps", "30"]) == 0
+    with tmpfs(cwd / "small", "200k") as small:
+        capfd.readouterr()
+        code = main(["export", "ds", "--format", "lerobot", "--out", str(small / "lr")])
+        err = capfd.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1, err
+        assert f"cannot use {small}/lr" in err[0] and "no space left on the device (" in err[0], err[0]
+        assert ".tmp-" not in err[0]
