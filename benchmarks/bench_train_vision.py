@@ -41,7 +41,8 @@ from grasp_s2r.vision.backgrounds import load_backgrounds
 from grasp_s2r.vision.crops import CropConfig, crop_windows, cut
 from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, env_config_for
 from grasp_s2r.vision.model import build_model
-from grasp_s2r.vision.train import SegmenterTrainConfig, segmentation_loss, train
+from grasp_s2r.vision.train import train
+from grasp_s2r.vision.train_config import SegmenterTrainConfig, segmentation_loss
 
 
 def _parse() -> argparse.Namespace:

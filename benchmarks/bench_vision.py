@@ -29,7 +29,14 @@ from results_io import add_json_argument, write_results
 from grasp_s2r.vision.backgrounds import load_backgrounds
 from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
 from grasp_s2r.vision.evaluate import VisionEvalConfig, evaluate_segmenter
-from grasp_s2r.vision.metrics import PixelCounts, confusion_counts, summarize
+from grasp_s2r.vision.metrics import (
+    SMALL_SPHERE_PX,
+    PixelCounts,
+    confusion_counts,
+    format_width_table,
+    metrics_by_width,
+    summarize,
+)
 from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
 from grasp_s2r.vision.suites import SUITES, latency_ms, resolve_suites
 
@@ -37,6 +44,8 @@ TARGETS = {"precision": (">=", 0.95), "recall": (">=", 0.95), "found_rate": (">=
            "false_detection_rate": ("<=", 0.03)}
 """Issue 11's targets for the shipped checkpoint on each of :data:`TARGET_SUITES`."""
 TARGET_SUITES = ("composites", "sim", "painted")
+WIDTH_TARGETS = {f">= {SMALL_SPHERE_PX:g}": 0.97, f"< {SMALL_SPHERE_PX:g}": 0.85}
+"""Issue 23's targets for the share of spheres found, by width (:func:`metrics_by_width`'s summary rows)."""
 
 
 def composites_per_s(image_size_px: int, n: int) -> dict[str, float]:
@@ -62,18 +71,23 @@ def _pooled(counts: list[PixelCounts]) -> dict[str, float | int]:
 def quality(model: Path, suite: str, seeds: list[int], n_images: int, threshold: float | None) -> dict[str, Any]:
     """Metrics of ``suite`` per seed and pooled over the seeds' images."""
     out: dict[str, Any] = {"per_seed": {}}
-    counts = []
+    counts, preds, targets = [], [], []
     for seed in seeds:
         result = evaluate_segmenter(model, cfg=VisionEvalConfig(n_images=n_images, seed=seed, suite=suite),
                                     device="cpu", threshold=threshold)
         out["per_seed"][seed] = result.report["metrics"]
         counts.append(confusion_counts(result.pred, result.target))
+        preds.append(result.pred)
+        targets.append(result.target)
     out["pooled"] = _pooled(counts)
+    out["by_width"] = metrics_by_width(np.concatenate(preds), np.concatenate(targets))
     return out
 
 
-def verdict(m: dict[str, Any]) -> str:
+def verdict(m: dict[str, Any], by_width: list[dict[str, Any]]) -> str:
     missed = [k for k, (op, t) in TARGETS.items() if not (m[k] >= t if op == ">=" else m[k] <= t)]
+    rows = {r["width_px"]: r for r in by_width}
+    missed += [f"found {w} px" for w, t in WIDTH_TARGETS.items() if w in rows and rows[w]["found_rate"] < t]
     return "all targets met" if not missed else "NOT met: " + ", ".join(missed)
 
 
@@ -102,12 +116,14 @@ def main() -> None:
     for suite in resolve_suites(args.suites):
         metrics[suite] = quality(model, suite, seeds, args.n_images, args.threshold)
         m = metrics[suite]["pooled"]
-        mark = f"   {verdict(m)}" if suite in TARGET_SUITES else "   (no target)"
+        mark = f"   {verdict(m, metrics[suite]['by_width'])}" if suite in TARGET_SUITES else "   (no target)"
         print(f"  {suite:<18} {m['images']:>7} {m['precision']:9.4f} {m['recall']:9.4f} {m['iou']:9.4f} "
               f"{m['found_rate']:9.4f} {m['false_detection_rate']:9.4f}{mark}")
         for seed, ms in metrics[suite]["per_seed"].items():
             print(f"    seed {seed:<13} {ms['images']:>7} {ms['precision']:9.4f} {ms['recall']:9.4f} {ms['iou']:9.4f} "
                   f"{ms['found_rate']:9.4f} {ms['false_detection_rate']:9.4f}")
+    for suite in metrics:
+        print(format_width_table(metrics[suite]["by_width"], f"{suite}, by sphere width (pooled)"))
     h, w = segmenter.input_hw
     frames = np.random.default_rng(0).integers(0, 256, size=(16, h, w, 3), dtype=np.uint8)
     lat = latency_ms(segmenter, frames, repeats=args.repeats)

@@ -45,6 +45,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "camera_mount": prose.camera_mount_table,
     "gripper_input": prose.gripper_input_table,
     "gripper_head": prose.gripper_head_table,
+    "interop": prose.interop_table,
     "train_vision_speed": training.train_vision_speed_table,
     "train_vision_budget": training.train_vision_budget_table,
     "crop_recipe": training.crop_recipe_table,

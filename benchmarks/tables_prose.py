@@ -257,3 +257,24 @@ def gripper_head_table(d: Path) -> str:
             for k, v in m.items()]
     return md_table(("set", "images", "precision", "recall", "IoU"), rows) + "\n\n" + provenance(
         "bench_gripper_head", res)
+
+
+def interop_table(d: Path) -> str:
+    """Each export loaded by each library in its own environment (benchmarks/check_interop.py)."""
+    name = "check_interop"
+    res = load(name, d)
+    if res is None:
+        return not_measured(name)
+    rows, envs = [], []
+    for reader, f in res["figures"]["readers"].items():
+        env = f["environment"]
+        envs.append(f"{reader}: {'cached' if env.get('cached') else 'built'} ({', '.join(env['pins'])})"
+                    if "error" not in env else f"{reader}: did not install ({env['error']})")
+        if not f["exports"]:
+            rows.append((reader, "every export", "-", "NOT CHECKED"))
+        for export, r in f["exports"].items():
+            rows.append((f"{reader} {f.get('version', '')}".strip(), export, r["checks"],
+                         ("loads, equal to the source" if r.get("exact", True) else "loads; images within the video "
+                          "codec's loss, the rest equal to the source") if r["passed"] else f"FAILED: {r['error']}"))
+    return (md_table(("library", "export", "checks", "result"), rows) + "\n\nEnvironments: " + "; ".join(envs)
+            + f"; the whole check {res['figures']['seconds']:.0f} s. " + provenance(name, res))

@@ -21,6 +21,7 @@ TRANSCRIBED = ("gpu_training", "gpu_inference", "gpu_dagger", "scene_physics_iss
                "agent_pipeline_loop")
 """Tables whose figures were copied from a recorded run (their JSON's ``source`` says which); rendered cell for cell."""
 COMMANDS = {
+    "check_interop": "python benchmarks/check_interop.py",
     "bench_expert": "python benchmarks/bench_expert.py --episodes 500",
     "bench_vision": "python benchmarks/bench_vision.py",
     "eval_shipped": "python benchmarks/bench_eval.py --episodes 200 --conditions all",
@@ -303,10 +304,15 @@ def vision_suites_table(d: Path) -> str:
         seeds = ", ".join(f"{s['precision']:.3f}/{s['recall']:.3f}" for s in m["per_seed"].values())
         rows.append((f"{suite} ({p['images']} images)", *(f"{p[k]:.3f}" for k in (
             "precision", "recall", "iou", "found_rate", "false_detection_rate")), seeds,
-            verdict(p) if suite in TARGET_SUITES else "–"))
+            verdict(p, m.get("by_width", [])) if suite in TARGET_SUITES else "–"))
+    widths = [(suite, r["width_px"], r["images"], f"{r['found_rate']:.3f}", f"{r['recall']:.3f}")
+              for suite, m in res["figures"]["metrics"].items() if suite in TARGET_SUITES
+              for r in m.get("by_width", [])]
+    width_table = ("\n\nBy sphere width (the diameter of a disc of the mask's area), pooled:\n\n"
+                   + md_table(("suite", "width px", "images", "found", "pixel recall"), widths)) if widths else ""
     lat = res["figures"]["latency"]
     return (md_table(("suite", "precision", "recall", "IoU", "found", "false det.", "per seed P / R", "targets"), rows)
-            + f"\n\nLatency, `Segmenter.predict` at batch 1 on one thread: {lat['predict_median_ms']:.2f} ms median, "
+            + width_table + f"\n\nLatency, `Segmenter.predict` at batch 1 on one thread: {lat['predict_median_ms']:.2f} ms median, "
             f"{lat['predict_p90_ms']:.2f} ms p90. " + provenance("bench_vision", res))
 
 

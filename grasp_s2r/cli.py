@@ -24,6 +24,7 @@ from grasp_s2r.options import (  # noqa: F401 - re-exported: the command modules
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "collect": ("grasp_s2r.collect", "run the FSM expert and write a dataset of episodes"),
+    "backgrounds": ("grasp_s2r.vision.cli_backgrounds", "build a corpus of real photos and textures from packages"),
     "train-vision": ("grasp_s2r.vision.cli_train", "train the segmentation network on sim-real composites"),
     "eval-vision": ("grasp_s2r.vision.cli_eval", "pixel precision / recall of a segmentation checkpoint"),
     "calibrate-vision": ("grasp_s2r.vision.cli_calibrate", "set a segmenter's threshold where precision = recall"),

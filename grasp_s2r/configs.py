@@ -65,6 +65,16 @@ def _value(hint: Any, value: Any) -> Any:
     return value
 
 
+def with_defaults(stored: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``stored`` (a JSON dict) with the keys it lacks, at any depth, taken from ``defaults``: a config recorded
+    before a field existed reads as made with the value that reproduces it."""
+    out = dict(defaults)
+    for key, value in stored.items():
+        base = out.get(key)
+        out[key] = with_defaults(value, base) if isinstance(value, Mapping) and isinstance(base, Mapping) else value
+    return out
+
+
 def differences(stored: Any, asked: Any, prefix: str = "") -> list[str]:
     """``field: stored X, asked Y`` for every (nested, dotted) field whose values differ; [] when the same."""
     if isinstance(stored, Mapping) and isinstance(asked, Mapping):

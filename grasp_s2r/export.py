@@ -4,17 +4,17 @@ DATASET is a ``grasp-s2r collect`` dataset (kind ``expert-demonstrations``), one
 ``RUN/bc-expert``) or a whole DAgger run folder (its rounds in order). Per step: the wrist image, proprio (5,
 ``PROPRIO_NAMES``), the expert's action label (4: TCP displacement x, y, z in units of 2 cm, gripper > 0 closes),
 the simulator state (36, ``STATE_NAMES``); a sparse reward (1 on the last step of a successful episode) and done
-(the last step). DAgger rounds add the learner's and the executed actions and which one was executed.
+(the last step). Recorded rollouts add the executed action and whether the expert's was executed, and the
+learner's action where the learner was queried: zeros beside a ``learner_queried`` mask, the pair left out when no
+step of the source was queried (a ``collect`` dataset), so that no column holds NaN.
 
-- ``robomimic``: one HDF5 file, ``data`` (attrs ``total``, ``env_args`` JSON) / ``demo_N`` (attr ``num_samples``) /
-  ``obs/{robot0_eye_in_hand_image, proprio, sphere_mask[, input_mask]}``, ``actions``, ``rewards``, ``dones``,
-  ``states`` (``next_obs`` with ``--next-obs``), filter keys ``mask/{train,valid,success}``.
-- ``lerobot``: a LeRobotDataset v2.1 folder: ``meta/{info.json, episodes.jsonl, tasks.jsonl, episodes_stats.jsonl,
-  stats.json}``, ``data/chunk-000/episode_000000.parquet`` with the images embedded as PNG (feature dtype
-  ``image``, as LeRobot writes them) and the parquet schema's ``huggingface`` features, so that
-  ``datasets.load_dataset("parquet")`` (what LeRobotDataset calls) decodes them.
+- ``robomimic``: one HDF5 file, ``data`` (attrs ``total``, ``env_args`` JSON: ``env_name``, ``type``,
+  ``env_kwargs``) / ``demo_N`` (attr ``num_samples``) / ``obs`` and ``next_obs`` (``--no-next-obs`` leaves it out)
+  ``{robot0_eye_in_hand_image, proprio, sphere_mask[, input_mask]}``, ``actions``, ``rewards``, ``dones``,
+  ``states``, filter keys ``mask/{train,valid,success}``.
+- ``lerobot``: a LeRobotDataset v3.0 folder (:mod:`grasp_s2r.export_lerobot`).
 
-Needs h5py / pyarrow: ``pip install -e ".[export]"``. Layouts: docs/export.md.
+Needs h5py / pyarrow (PyAV for ``--video``): ``pip install -e ".[export]"``. Layouts, and the commands that load them: docs/export.md.
 """
 
 from __future__ import annotations
@@ -24,26 +24,27 @@ import json
 import os
 import shutil
 import tempfile
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
+from tqdm import tqdm
 
 from grasp_s2r import GYM_ENV_ID, __version__
 from grasp_s2r.data.episodes import DatasetError, Episode, EpisodeDataset
-from grasp_s2r.files import ArtifactError, ArtifactFolder, folder_kind
+from grasp_s2r.files import ArtifactError, folder_kind
 from grasp_s2r.options import UsageError
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES, STATE_NAMES
 
 FORMATS = ("lerobot", "robomimic")
+EXPORT_FORMAT_VERSION = 2
+"""Of what this module writes (the ``grasp_s2r`` block of every export): 2 = robomimic ``env_args["type"]`` and
+``next_obs`` by default, LeRobotDataset v3.0, learner actions as zeros beside ``learner_queried``; 1 (unmarked) =
+``env_args["env_type"]``, LeRobotDataset v2.1, NaN learner actions."""
 ACTION_NAMES = ["dx", "dy", "dz", "gripper"]
 TASK = "grasp the small sphere and lift it"
-LEROBOT_VERSION = "v2.1"
-CHUNK_SIZE = 1000
 ROBOMIMIC_GYM_TYPE = 2
 """robomimic's ``EnvType.GYM_TYPE``."""
 INSTALL_HINT = 'pip install -e ".[export]"'
@@ -65,7 +66,7 @@ class Source:
     env: EnvConfig
 
 
-def _require(module: str) -> Any:
+def require(module: str) -> Any:
     import importlib
 
     try:
@@ -100,14 +101,37 @@ def read_source(path: Path | str) -> Source:
                       "run folder")
 
 
-def _arrays(ep: Episode) -> dict[str, np.ndarray]:
-    """One episode's steps: the common features, plus the DAgger ones when present."""
+def learner_queried(src: Source) -> bool:
+    """Whether the learner was queried on any step of ``src``: else its action columns are left out."""
+    return any("learner_action" in ep.features() and np.isfinite(np.asarray(ep["learner_action"])).all(1).any()
+               for _, ep in src.episodes)
+
+
+def episodes_bar(src: Source, progress: bool) -> Any:
+    """``src.episodes`` with a progress bar on stderr when ``progress``."""
+    return tqdm(src.episodes, unit="ep", desc="export", disable=not progress)
+
+
+def export_meta(src: Source, fmt: str) -> dict[str, Any]:
+    """The ``grasp_s2r`` block of an export: its format and version, where it came from, the scene config."""
+    return {"format": fmt, "format_version": EXPORT_FORMAT_VERSION, "source": str(src.path), "kind": src.kind,
+            "package_version": __version__, "env": src.env.to_dict()}
+
+
+def step_arrays(ep: Episode, learner: bool) -> dict[str, np.ndarray]:
+    """One episode's steps: the common features, the rollout ones when present; with ``learner``, the learner's
+    action (zeros where it was not queried) and ``learner_queried``."""
     n = len(ep)
     out = {k: np.asarray(ep[k]) for k in ("rgb", "sphere_mask", "proprio", "action", "state", "phase")}
     names = ep.features()
-    for k in ("input_mask", "learner_action", "executed_action", "from_expert"):
+    for k in ("input_mask", "executed_action", "from_expert"):
         if k in names:
             out[k] = np.asarray(ep[k])
+    if learner:
+        la = np.asarray(ep["learner_action"], np.float32) if "learner_action" in names else np.full((n, 4), np.nan)
+        queried = np.isfinite(la).all(1)
+        out["learner_action"] = np.where(queried[:, None], la, 0.0).astype(np.float32)
+        out["learner_queried"] = queried
     reward = np.zeros(n, np.float32)
     reward[-1] = float(bool(ep.info.get("success", False)))
     done = np.zeros(n, bool)
@@ -117,7 +141,7 @@ def _arrays(ep: Episode) -> dict[str, np.ndarray]:
 
 
 # --- where the export goes ----------------------------------------------------------------------------------
-def _check_out(out: Path, fmt: str, overwrite: bool) -> None:
+def check_out(out: Path, fmt: str, overwrite: bool) -> None:
     if not out.exists():
         return
     lerobot = fmt == "lerobot"
@@ -130,7 +154,7 @@ def _check_out(out: Path, fmt: str, overwrite: bool) -> None:
 
 
 def _is_our_hdf5(path: Path) -> bool:
-    h5py = _require("h5py")
+    h5py = require("h5py")
     try:
         with h5py.File(path, "r") as f:
             return "grasp_s2r" in f.attrs
@@ -138,52 +162,33 @@ def _is_our_hdf5(path: Path) -> bool:
         return False
 
 
-def _replace(tmp: Path, out: Path) -> None:
+def replace_into(tmp: Path, out: Path) -> None:
     if out.is_dir():
         shutil.rmtree(out)
     os.replace(tmp, out)
 
 
 # --- robomimic ----------------------------------------------------------------------------------------------
-def export_robomimic(src: Source, out: Path, *, next_obs: bool = False, overwrite: bool = False) -> dict[str, Any]:
-    """Write ``src`` as one robomimic HDF5 file at ``out`` (written to a temp file, then renamed)."""
-    h5py = _require("h5py")
+def export_robomimic(src: Source, out: Path, *, next_obs: bool = True, overwrite: bool = False,
+                     progress: bool = False) -> dict[str, Any]:
+    """Write ``src`` as one robomimic HDF5 file at ``out`` (written to a temp file, then renamed). ``next_obs``:
+    the observations shifted by one step (the last repeated), which ``SequenceDataset`` loads by default."""
+    h5py = require("h5py")
     out = Path(out)
-    _check_out(out, "robomimic", overwrite)
+    check_out(out, "robomimic", overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=out.parent, prefix=f".tmp-{out.name}-", suffix=".hdf5")
     os.close(fd)
     tmp = Path(tmp_name)
-    total, success = 0, []
+    total, success, learner = 0, [], learner_queried(src)
     try:
         with h5py.File(tmp, "w") as f:
-            f.attrs["grasp_s2r"] = json.dumps({"format": "robomimic", "source": str(src.path), "kind": src.kind,
-                                               "package_version": __version__})
+            f.attrs["grasp_s2r"] = json.dumps(export_meta(src, "robomimic") | {"next_obs": next_obs})
             data = f.create_group("data")
-            for i, (label, ep) in enumerate(src.episodes):
-                a = _arrays(ep)
+            for i, (label, ep) in enumerate(episodes_bar(src, progress)):
+                a = step_arrays(ep, learner)
                 demo = data.create_group(f"demo_{i}")
-                obs = {"robot0_eye_in_hand_image": a["rgb"], "proprio": a["proprio"].astype(np.float32),
-                       "sphere_mask": a["sphere_mask"].astype(np.uint8)}
-                if "input_mask" in a:
-                    obs["input_mask"] = a["input_mask"].astype(np.uint8)
-                groups = {"obs": obs}
-                if next_obs:
-                    groups["next_obs"] = {k: np.concatenate([v[1:], v[-1:]]) for k, v in obs.items()}
-                for name, group in groups.items():
-                    g = demo.create_group(name)
-                    for k, v in group.items():
-                        g.create_dataset(k, data=v, compression="gzip" if v.ndim > 2 else None)
-                    g["proprio"].attrs["names"] = json.dumps(list(PROPRIO_NAMES))
-                demo.create_dataset("actions", data=a["action"].astype(np.float32))
-                demo.create_dataset("rewards", data=a["reward"].astype(np.float64))
-                demo.create_dataset("dones", data=a["done"].astype(np.int64))
-                demo.create_dataset("states", data=a["state"].astype(np.float64))
-                for k, name in (("learner_action", "learner_actions"), ("executed_action", "executed_actions"),
-                                ("from_expert", "from_expert")):
-                    if k in a:
-                        demo.create_dataset(name, data=a[k])
-                demo.attrs["num_samples"] = len(a["action"])
+                _write_demo(demo, a, next_obs)
                 demo.attrs["seed"] = int(ep.info.get("seed", -1))
                 demo.attrs["success"] = bool(ep.info.get("success", False))
                 demo.attrs["source"] = label
@@ -191,7 +196,7 @@ def export_robomimic(src: Source, out: Path, *, next_obs: bool = False, overwrit
                 success.append(bool(ep.info.get("success", False)))
             data.attrs["total"] = total
             data.attrs["env_args"] = json.dumps({
-                "env_name": GYM_ENV_ID, "env_type": ROBOMIMIC_GYM_TYPE, "env_kwargs": {},
+                "env_name": GYM_ENV_ID, "type": ROBOMIMIC_GYM_TYPE, "env_kwargs": {},
                 "grasp_s2r": {"env": src.env.to_dict(), "proprio_names": list(PROPRIO_NAMES),
                               "action_names": ACTION_NAMES, "state_names": list(STATE_NAMES),
                               "control_hz": src.env.scene.control_hz, "task": TASK},
@@ -201,173 +206,61 @@ def export_robomimic(src: Source, out: Path, *, next_obs: bool = False, overwrit
             for key, demos in (("train", [n for n in names if n not in valid]), ("valid", valid),
                                ("success", [n for n, s in zip(names, success) if s])):
                 f.create_dataset(f"mask/{key}", data=np.array(demos, dtype="S"))
-        _replace(tmp, out)
+        replace_into(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
     return {"episodes": len(src.episodes), "frames": total, "out": str(out)}
 
 
-# --- LeRobot ------------------------------------------------------------------------------------------------
-def _value(dtype: str) -> dict[str, str]:
-    return {"dtype": dtype, "_type": "Value"}
-
-
-def _lerobot_features(src: Source, dagger: bool) -> dict[str, dict[str, Any]]:
-    cam = src.env.camera
-    vec = {"observation.state": ("float32", list(PROPRIO_NAMES)), "action": ("float32", ACTION_NAMES),
-           "sim.state": ("float64", list(STATE_NAMES))}
-    if dagger:
-        vec |= {"learner_action": ("float32", ACTION_NAMES), "executed_action": ("float32", ACTION_NAMES)}
-    feats: dict[str, dict[str, Any]] = {
-        "observation.images.wrist": {"dtype": "image", "shape": [cam.height_px, cam.width_px, 3],
-                                     "names": ["height", "width", "channel"]},
-        **{k: {"dtype": d, "shape": [len(n)], "names": n} for k, (d, n) in vec.items()},
-        "next.reward": {"dtype": "float32", "shape": [1], "names": None},
-        "next.done": {"dtype": "bool", "shape": [1], "names": None},
-        "next.success": {"dtype": "bool", "shape": [1], "names": None},
-        "expert.phase": {"dtype": "int64", "shape": [1], "names": None},
-    }
-    if dagger:
-        feats["from_expert"] = {"dtype": "bool", "shape": [1], "names": None}
-    for k in ("timestamp", "frame_index", "episode_index", "index", "task_index"):
-        feats[k] = {"dtype": "float32" if k == "timestamp" else "int64", "shape": [1], "names": None}
-    return feats
-
-
-def _columns(a: dict[str, np.ndarray], ep_index: int, start: int, fps: float, dagger: bool) -> dict[str, Any]:
-    n = len(a["action"])
-    png = [cv2.imencode(".png", cv2.cvtColor(im, cv2.COLOR_RGB2BGR))[1].tobytes() for im in a["rgb"]]
-    cols: dict[str, Any] = {
-        "observation.images.wrist": [{"bytes": b, "path": None} for b in png],
-        "observation.state": a["proprio"].astype(np.float32), "action": a["action"].astype(np.float32),
-        "sim.state": a["state"].astype(np.float64), "next.reward": a["reward"].astype(np.float32),
-        "next.done": a["done"], "next.success": a["done"] & (a["reward"] > 0),
-        "expert.phase": a["phase"].astype(np.int64),
-    }
-    if dagger:
-        cols |= {"learner_action": a["learner_action"].astype(np.float32),
-                 "executed_action": a["executed_action"].astype(np.float32), "from_expert": a["from_expert"]}
-    cols |= {"timestamp": (np.arange(n) / fps).astype(np.float32), "frame_index": np.arange(n, dtype=np.int64),
-             "episode_index": np.full(n, ep_index, np.int64), "index": np.arange(start, start + n, dtype=np.int64),
-             "task_index": np.zeros(n, np.int64)}
-    return cols
-
-
-def _stats(cols: dict[str, Any], feats: dict[str, dict[str, Any]], rgb: np.ndarray) -> dict[str, Any]:
-    """LeRobot's per-episode stats: min, max, mean, std, count per feature (images: per channel in [0, 1])."""
-    out = {}
-    for k, ft in feats.items():
-        if ft["dtype"] == "image":
-            x = rgb.astype(np.float64).transpose(0, 3, 1, 2) / 255.0  # (T, C, H, W), reduced over T, H, W
-            s = {f: getattr(np, f)(x, axis=(0, 2, 3), keepdims=True)[0] for f in ("min", "max", "mean", "std")}
-        else:
-            x = np.asarray(cols[k], dtype=np.float64).reshape(len(rgb), -1)
-            with warnings.catch_warnings():  # all-NaN columns (actions the learner was not asked for) -> 0
-                warnings.simplefilter("ignore", RuntimeWarning)
-                s = {f: getattr(np, f"nan{f}")(x, axis=0) for f in ("min", "max", "mean", "std")}
-            s = {f: np.nan_to_num(v) for f, v in s.items()}
-        out[k] = {f: v.tolist() for f, v in s.items()} | {"count": [len(rgb)]}
-    return out
-
-
-def _aggregate(stats: list[dict[str, Any]]) -> dict[str, Any]:
-    out = {}
-    for k in stats[0]:
-        n = np.array([s[k]["count"][0] for s in stats], float)
-        means = np.array([s[k]["mean"] for s in stats])
-        w = (n / n.sum()).reshape(-1, *[1] * (means.ndim - 1))
-        mean = (w * means).sum(0)
-        var = (w * (np.array([s[k]["std"] for s in stats]) ** 2 + (means - mean) ** 2)).sum(0)
-        out[k] = {"min": np.min([s[k]["min"] for s in stats], 0).tolist(),
-                  "max": np.max([s[k]["max"] for s in stats], 0).tolist(), "mean": mean.tolist(),
-                  "std": np.sqrt(var).tolist(), "count": [int(n.sum())]}
-    return out
-
-
-def _arrow_table(pa: Any, cols: dict[str, Any], feats: dict[str, dict[str, Any]]) -> Any:
-    arrays, hf = {}, {}
-    for k, ft in feats.items():
-        v = cols[k]
-        if ft["dtype"] == "image":
-            arrays[k] = pa.array(v, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
-            hf[k] = {"_type": "Image"}
-        elif ft["shape"] == [1]:
-            arrays[k] = pa.array(np.asarray(v).reshape(-1))
-            hf[k] = _value(ft["dtype"])
-        else:
-            flat = pa.array(np.ascontiguousarray(v).reshape(-1))
-            arrays[k] = pa.FixedSizeListArray.from_arrays(flat, ft["shape"][0])
-            hf[k] = {"feature": _value(ft["dtype"]), "length": ft["shape"][0], "_type": "Sequence"}
-    table = pa.table(arrays)
-    return table.replace_schema_metadata({"huggingface": json.dumps({"info": {"features": hf}})})
-
-
-def export_lerobot(src: Source, out: Path, *, overwrite: bool = False, task: str = TASK) -> dict[str, Any]:
-    """Write ``src`` as a LeRobotDataset v2.1 folder at ``out`` (built in a temp folder, then renamed)."""
-    pa, pq = _require("pyarrow"), _require("pyarrow.parquet")
-    out = Path(out)
-    _check_out(out, "lerobot", overwrite)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".tmp-{out.name}-"))
-    dagger = bool(src.episodes) and "learner_action" in src.episodes[0][1].features()
-    feats = _lerobot_features(src, dagger)
-    fps = src.env.scene.control_hz
-    data_path = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
-    try:
-        with ArtifactFolder(tmp, "export"):
-            episodes, stats, total = [], [], 0
-            for i, (label, ep) in enumerate(src.episodes):
-                a = _arrays(ep)
-                cols = _columns(a, i, total, fps, dagger)
-                path = tmp / data_path.format(episode_chunk=i // CHUNK_SIZE, episode_index=i)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                pq.write_table(_arrow_table(pa, cols, feats), path)
-                n = len(a["action"])
-                episodes.append({"episode_index": i, "tasks": [task], "length": n, "source": label,
-                                 "seed": int(ep.info.get("seed", -1)), "success": bool(ep.info.get("success", False))})
-                stats.append(_stats(cols, feats, a["rgb"]))
-                total += n
-            n_eps = len(episodes)
-            info = {"codebase_version": LEROBOT_VERSION, "robot_type": "grasp_s2r_sim_iiwa", "total_episodes": n_eps,
-                    "total_frames": total, "total_tasks": 1, "total_videos": 0,
-                    "total_chunks": -(-n_eps // CHUNK_SIZE), "chunks_size": CHUNK_SIZE, "fps": fps,
-                    "splits": {"train": f"0:{n_eps}"}, "data_path": data_path, "video_path": None, "features": feats,
-                    "grasp_s2r": {"source": str(src.path), "kind": src.kind, "package_version": __version__,
-                                  "env": src.env.to_dict()}}
-            meta = tmp / "meta"
-            meta.mkdir()
-            (meta / "info.json").write_text(json.dumps(info, indent=4, allow_nan=False))
-            (meta / "tasks.jsonl").write_text(json.dumps({"task_index": 0, "task": task}) + "\n")
-            (meta / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
-            (meta / "episodes_stats.jsonl").write_text("".join(
-                json.dumps({"episode_index": i, "stats": s}, allow_nan=False) + "\n" for i, s in enumerate(stats)))
-            if stats:
-                (meta / "stats.json").write_text(json.dumps(_aggregate(stats), indent=4, allow_nan=False))
-        _replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return {"episodes": len(src.episodes), "frames": total, "out": str(out)}
+def _write_demo(demo: Any, a: dict[str, np.ndarray], next_obs: bool) -> None:
+    obs = {"robot0_eye_in_hand_image": a["rgb"], "proprio": a["proprio"].astype(np.float32),
+           "sphere_mask": a["sphere_mask"].astype(np.uint8)}
+    if "input_mask" in a:
+        obs["input_mask"] = a["input_mask"].astype(np.uint8)
+    groups = {"obs": obs}
+    if next_obs:
+        groups["next_obs"] = {k: np.concatenate([v[1:], v[-1:]]) for k, v in obs.items()}
+    for name, group in groups.items():
+        g = demo.create_group(name)
+        for k, v in group.items():
+            g.create_dataset(k, data=v, compression="gzip" if v.ndim > 2 else None)
+        g["proprio"].attrs["names"] = json.dumps(list(PROPRIO_NAMES))
+    demo.create_dataset("actions", data=a["action"].astype(np.float32))
+    demo.create_dataset("rewards", data=a["reward"].astype(np.float64))
+    demo.create_dataset("dones", data=a["done"].astype(np.int64))
+    demo.create_dataset("states", data=a["state"].astype(np.float64))
+    for k, name in (("learner_action", "learner_actions"), ("learner_queried", "learner_queried"),
+                    ("executed_action", "executed_actions"), ("from_expert", "from_expert")):
+        if k in a:
+            demo.create_dataset(name, data=a[k])
+    demo.attrs["num_samples"] = len(a["action"])
 
 
 # --- command ------------------------------------------------------------------------------------------------
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", metavar="DATASET",
                    help="a 'grasp-s2r collect' dataset, a DAgger round (RUN/round-NNN) or a DAgger run folder")
-    p.add_argument("--format", required=True, choices=FORMATS, help="lerobot (LeRobotDataset v2.1 folder) or "
+    p.add_argument("--format", required=True, choices=FORMATS, help="lerobot (LeRobotDataset v3.0 folder) or "
                    "robomimic (one HDF5 file)")
     p.add_argument("--out", required=True, type=Path, help="the folder (lerobot) or .hdf5 file (robomimic) to write")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier export at --out")
-    p.add_argument("--next-obs", action="store_true", help="robomimic: also write next_obs (offline RL algorithms)")
+    p.add_argument("--next-obs", action=argparse.BooleanOptionalAction, default=True,
+                   help="robomimic: write next_obs, which robomimic's SequenceDataset loads by default (default: on)")
     p.add_argument("--task", default=TASK, help="lerobot: the task text of every episode (default: %(default)r)")
+    p.add_argument("--video", action="store_true", help="lerobot: the wrist images as an AV1 video, as lerobot "
+                   "records (lossy; needs PyAV), instead of PNGs embedded in the parquet files (exact)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from grasp_s2r.export_lerobot import export_lerobot
+
     try:
         src = read_source(Path(args.dataset))
         if args.format == "robomimic":
-            res = export_robomimic(src, args.out, next_obs=args.next_obs, overwrite=args.overwrite)
+            res = export_robomimic(src, args.out, next_obs=args.next_obs, overwrite=args.overwrite, progress=True)
         else:
-            res = export_lerobot(src, args.out, overwrite=args.overwrite, task=args.task)
+            res = export_lerobot(src, args.out, overwrite=args.overwrite, task=args.task, video=args.video,
+                                 progress=True)
     except (ExportError, ArtifactError) as e:
         raise UsageError(str(e)) from None
     print(f"export: {res['episodes']} episodes, {res['frames']} frames from {src.path} ({src.kind}) -> {res['out']} "

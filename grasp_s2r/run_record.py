@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grasp_s2r import __version__
-from grasp_s2r.configs import check_same
+from grasp_s2r.configs import check_same, with_defaults
 from grasp_s2r.files import atomic_write
 
 RUN_FILE = "run.json"
@@ -46,7 +46,7 @@ class RunRecord:
                 raise self.error(f"{self.path.parent} holds a run of format {old.get('format')} "
                                  f"v{old.get('format_version')}, this grasp_s2r writes {self.fmt} v{self.version}; "
                                  f"{hint}")
-            stored = {**json.loads(json.dumps(dict(defaults or {}))), **old.get("identity", {})}
+            stored = with_defaults(old.get("identity", {}), json.loads(json.dumps(dict(defaults or {}))))
             check_same(stored, identity, f"{self.path.parent} holds {self.what}", hint, ignore=ignore,
                        error=self.error)
             if old.get("config") == config:

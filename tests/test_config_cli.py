@@ -184,3 +184,12 @@ def test_the_shipped_weights_configs_load_with_the_one_serializer():
     EnvConfig.from_dict(seg["env"])
     ctrl = torch.load(default_controller_path(), weights_only=True)["config"]
     assert configs.from_dict(DaggerConfig, ctrl).policy.memory
+
+
+def test_with_defaults_fills_missing_keys_at_any_depth_and_keeps_stored_values():
+    from grasp_s2r.configs import with_defaults
+
+    stored = {"lr": 0.1, "data": {"reshade": {"prob": 0.5}, "mix": [1, 2]}}
+    defaults = {"lr": 0.3, "crop_px": 0, "data": {"reshade": {"prob": 0.0, "grey": 0.0}, "mirror": 0.0, "mix": [3]}}
+    assert with_defaults(stored, defaults) == {"lr": 0.1, "crop_px": 0, "data": {
+        "reshade": {"prob": 0.5, "grey": 0.0}, "mirror": 0.0, "mix": [1, 2]}}

@@ -1,4 +1,5 @@
-"""``grasp-s2r export``: robomimic HDF5 and LeRobotDataset v2.1 read back with their formats' own readers."""
+"""``grasp-s2r export``: robomimic HDF5 and LeRobotDataset v3.0 read back by layout, with pyarrow, pandas and Hugging
+Face ``datasets`` (the libraries themselves load them in benchmarks/check_interop.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 
 from grasp_s2r.data.episodes import EpisodeDataset, init_dataset, write_episode
 from grasp_s2r.expert.fsm import Expert
-from grasp_s2r.export import INSTALL_HINT, export_lerobot, export_robomimic, read_source
+from grasp_s2r.export import EXPORT_FORMAT_VERSION, INSTALL_HINT, export_robomimic, read_source
+from grasp_s2r.export_lerobot import QUANTILES, export_lerobot
 from grasp_s2r.sim.config import EnvConfig, SceneConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES, STATE_NAMES, GraspEnv
 
@@ -80,8 +82,9 @@ def test_robomimic_reads_back_with_h5py_as_robomimic_does(sources, tmp_path):
         data = f["data"]
         demos = sorted(data.keys(), key=lambda k: int(k[5:]))  # robomimic's own ordering of demo keys
         assert demos == ["demo_0", "demo_1", "demo_2"] and data.attrs["total"] == res["frames"]
-        env_args = json.loads(data.attrs["env_args"])
-        assert env_args["env_name"] == "grasp_s2r/Grasp-v0" and env_args["env_type"] == 2
+        env_args = json.loads(data.attrs["env_args"])  # robomimic's EnvUtils.get_env_type reads "type"
+        assert env_args["env_name"] == "grasp_s2r/Grasp-v0" and env_args["type"] == 2 and "env_type" not in env_args
+        assert json.loads(f.attrs["grasp_s2r"])["format_version"] == EXPORT_FORMAT_VERSION
         assert env_args["env_kwargs"] == {} and env_args["grasp_s2r"]["env"] == json.loads(json.dumps(ENV.to_dict()))
         assert env_args["grasp_s2r"]["proprio_names"] == list(PROPRIO_NAMES)
         for name, (arrays, info) in zip(demos, eps):
@@ -95,30 +98,40 @@ def test_robomimic_reads_back_with_h5py_as_robomimic_does(sources, tmp_path):
             assert d["states"].shape == (n, len(STATE_NAMES))
             assert d["dones"][()].tolist() == [0] * (n - 1) + [1]
             assert d["rewards"][()].tolist() == [0.0] * (n - 1) + [float(info["success"])]
-            assert "next_obs" not in d
+            for k in ("robot0_eye_in_hand_image", "proprio", "sphere_mask"):  # SequenceDataset's load_next_obs
+                np.testing.assert_array_equal(d[f"next_obs/{k}"][()][:-1], d[f"obs/{k}"][()][1:])
+                np.testing.assert_array_equal(d[f"next_obs/{k}"][()][-1], d[f"obs/{k}"][()][-1])
+            assert not {"learner_actions", "learner_queried"} & set(d)  # the learner was never queried
         assert [k.decode() for k in f["mask/train"][()]] + [k.decode() for k in f["mask/valid"][()]] == \
             ["demo_1", "demo_2", "demo_0"]
         assert len(f["mask/success"][()]) == sum(info["success"] for _, info in eps)
 
 
-def _lerobot_rows(out: Path, info: dict) -> list:
+def _lerobot_episodes(out: Path, info: dict) -> list:
+    """Each episode's rows, found the way LeRobotDataset finds them (meta/episodes: file, dataset_from/to_index)."""
+    meta = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
     tables = []
-    for ep in range(info["total_episodes"]):
-        path = out / info["data_path"].format(episode_chunk=ep // info["chunks_size"], episode_index=ep)
-        tables.append(pq.read_table(path))
+    for ep in meta:
+        table = pq.read_table(out / info["data_path"].format(chunk_index=ep["data/chunk_index"],
+                                                            file_index=ep["data/file_index"]))
+        first = table.column("index").to_pylist().index(ep["dataset_from_index"])
+        tables.append(table.slice(first, ep["dataset_to_index"] - ep["dataset_from_index"]))
     return tables
 
 
-def test_lerobot_folder_follows_the_v2_1_layout_and_reads_back(sources, tmp_path):
+def test_lerobot_folder_follows_the_v3_0_layout_and_reads_back(sources, tmp_path):
     from PIL import Image
 
     out = tmp_path / "lerobot"
     res = export_lerobot(read_source(sources["demos"]), out)
     eps = sources["eps"]
     info = json.loads((out / "meta" / "info.json").read_text())
-    required = {"codebase_version", "robot_type", "total_episodes", "total_frames", "total_tasks", "total_videos",
-                "total_chunks", "chunks_size", "fps", "splits", "data_path", "video_path", "features"}
-    assert required <= set(info) and info["codebase_version"] == "v2.1" and info["fps"] == 10.0
+    required = {"codebase_version", "robot_type", "total_episodes", "total_frames", "total_tasks", "chunks_size",
+                "data_files_size_in_mb", "video_files_size_in_mb", "fps", "splits", "data_path", "video_path",
+                "features"}
+    assert required <= set(info) and info["codebase_version"] == "v3.0" and info["fps"] == 10
+    assert isinstance(info["fps"], int) and info["grasp_s2r"]["format_version"] == EXPORT_FORMAT_VERSION
+    assert info["data_path"] == "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
     assert info["total_episodes"] == 3 and info["total_frames"] == res["frames"] and info["splits"] == {"train": "0:3"}
     feats = info["features"]
     for k in ("timestamp", "frame_index", "episode_index", "index", "task_index"):
@@ -126,15 +139,24 @@ def test_lerobot_folder_follows_the_v2_1_layout_and_reads_back(sources, tmp_path
     assert feats["observation.images.wrist"] == {"dtype": "image", "shape": [64, 64, 3],
                                                  "names": ["height", "width", "channel"]}
     assert feats["observation.state"]["names"] == list(PROPRIO_NAMES) and feats["action"]["shape"] == [4]
-    episodes = [json.loads(line) for line in (out / "meta" / "episodes.jsonl").read_text().splitlines()]
-    assert [e["length"] for e in episodes] == [len(a["action"]) for a, _ in eps]
-    assert json.loads((out / "meta" / "tasks.jsonl").read_text()) == {"task_index": 0, "task": episodes[0]["tasks"][0]}
-    stats = [json.loads(line) for line in (out / "meta" / "episodes_stats.jsonl").read_text().splitlines()]
-    assert set(stats[0]["stats"]) == set(feats) and np.shape(stats[0]["stats"]["observation.images.wrist"]["mean"]) \
-        == (3, 1, 1)
-    assert set(json.loads((out / "meta" / "stats.json").read_text())) == set(feats)
+    assert not {"learner_action", "learner_queried"} & set(feats), "a collect dataset: the learner was never queried"
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == [
+        "data/chunk-000/file-000.parquet", "meta/episodes/chunk-000/file-000.parquet", "meta/tasks.parquet"]
+    episodes = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+    lengths = [len(a["action"]) for a, _ in eps]
+    assert [e["length"] for e in episodes] == lengths and [e["episode_index"] for e in episodes] == [0, 1, 2]
+    assert [e["dataset_to_index"] for e in episodes] == np.cumsum(lengths).tolist()
+    assert {e["tasks"][0] for e in episodes} == {"grasp the small sphere and lift it"}
+    stat_names = {"min", "max", "mean", "std", "count"} | {f"q{round(q * 100):02d}" for q in QUANTILES}
+    assert {k for k in episodes[0] if k.startswith("stats/")} == {f"stats/{f}/{s}" for f in feats for s in stat_names}
+    assert np.shape(episodes[0]["stats/observation.images.wrist/mean"]) == (3, 1, 1)
+    np.testing.assert_allclose(episodes[1]["stats/action/max"], eps[1][0]["action"].max(0))
+    stats = json.loads((out / "meta" / "stats.json").read_text())
+    assert set(stats) == set(feats) and stats["index"]["count"] == [res["frames"]]
+    np.testing.assert_allclose(stats["observation.state"]["mean"],
+                               np.concatenate([a["proprio"] for a, _ in eps]).mean(0), rtol=1e-5)
     start = 0
-    for ep, (table, (arrays, info_ep)) in enumerate(zip(_lerobot_rows(out, info), eps)):
+    for ep, (table, (arrays, info_ep)) in enumerate(zip(_lerobot_episodes(out, info), eps)):
         assert set(table.column_names) == set(feats)
         cols = table.to_pydict()
         n = len(arrays["action"])
@@ -149,6 +171,39 @@ def test_lerobot_folder_follows_the_v2_1_layout_and_reads_back(sources, tmp_path
         assert cols["next.done"] == [False] * (n - 1) + [True]
         assert cols["next.success"][-1] == info_ep["success"]
         start += n
+
+
+def test_lerobot_tasks_read_back_with_pandas_as_lerobot_looks_them_up(sources, tmp_path):
+    pd = pytest.importorskip("pandas")  # comes with Hugging Face datasets (the dev extra)
+
+    out = tmp_path / "lerobot"
+    export_lerobot(read_source(sources["demos"]), out, task="pick it up")
+    tasks = pd.read_parquet(out / "meta" / "tasks.parquet")
+    assert list(tasks.columns) == ["task_index"] and tasks.loc["pick it up"].task_index == 0
+    assert tasks.iloc[0].name == "pick it up"  # LeRobotDataset.__getitem__'s item["task"]
+
+
+def test_lerobot_video_holds_the_episodes_in_a_row_where_the_episode_rows_say(sources, tmp_path):
+    av = pytest.importorskip("av")
+
+    out = tmp_path / "video"
+    export_lerobot(read_source(sources["demos"]), out, video=True)
+    info = json.loads((out / "meta" / "info.json").read_text())
+    ft = info["features"]["observation.images.wrist"]
+    assert ft["dtype"] == "video" and ft["info"]["video.codec"] == "av1" and ft["info"]["video.fps"] == 10
+    assert info["video_path"] == "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+    assert "observation.images.wrist" not in pq.read_table(out / "data/chunk-000/file-000.parquet").column_names
+    episodes = pq.read_table(out / "meta/episodes/chunk-000/file-000.parquet").to_pylist()
+    key = "videos/observation.images.wrist"
+    lengths = [len(a["action"]) for a, _ in sources["eps"]]
+    assert [e[f"{key}/from_timestamp"] * 10 for e in episodes] == pytest.approx(np.cumsum([0, *lengths[:-1]]))
+    assert [e[f"{key}/to_timestamp"] * 10 for e in episodes] == pytest.approx(np.cumsum(lengths))
+    with av.open(str(out / info["video_path"].format(video_key="observation.images.wrist", chunk_index=0,
+                                                       file_index=0))) as f:
+        frames = np.stack([fr.to_ndarray(format="rgb24") for fr in f.decode(video=0)])
+    rgb = np.concatenate([a["rgb"] for a, _ in sources["eps"]])
+    assert frames.shape == rgb.shape
+    assert np.abs(frames.astype(float) - rgb).mean() < 10  # lossy (AV1, crf 30): a few levels of 255 on average
 
 
 def test_lerobot_parquet_decodes_with_hf_datasets_as_lerobot_loads_it(sources, tmp_path):
@@ -169,21 +224,30 @@ def test_a_dagger_run_exports_every_round_in_order_with_the_learner_actions(sour
     src = read_source(sources["run"])
     assert src.kind == "dagger-run" and [label for label, _ in src.episodes] == [
         "round-000/episode-000000", "round-000/episode-000001", "round-001/episode-000000"]
-    export_robomimic(src, tmp_path / "run.hdf5", next_obs=True)
+    export_robomimic(src, tmp_path / "run.hdf5", next_obs=False)
+    rnd = EpisodeDataset(sources["run"] / "round-001").episode(0)
     with h5py.File(tmp_path / "run.hdf5", "r") as f:
         d = f["data/demo_2"]
-        rnd = EpisodeDataset(sources["run"] / "round-001").episode(0)
         np.testing.assert_array_equal(d["learner_actions"][()], rnd["learner_action"])
+        assert d["learner_queried"][()].all() and not f["data/demo_0/learner_queried"][()].any()
+        np.testing.assert_array_equal(f["data/demo_0/learner_actions"][()], 0.0)  # not queried: zeros, no NaN
         np.testing.assert_array_equal(d["obs/input_mask"][()], rnd["input_mask"])
-        np.testing.assert_array_equal(d["next_obs/proprio"][()][:-1], rnd["proprio"][1:])
-        assert d.attrs["source"] == "round-001/episode-000000"
+        assert d.attrs["source"] == "round-001/episode-000000" and "next_obs" not in d
     export_lerobot(src, tmp_path / "lerobot")
     info = json.loads((tmp_path / "lerobot" / "meta" / "info.json").read_text())
-    assert {"learner_action", "executed_action", "from_expert"} <= set(info["features"])
-    stats = (tmp_path / "lerobot" / "meta" / "episodes_stats.jsonl").read_text()
-    assert "NaN" not in stats  # round 0's learner actions are NaN: stats stay valid JSON
-    cols = _lerobot_rows(tmp_path / "lerobot", info)[0].to_pydict()
-    assert np.isnan(np.array(cols["learner_action"])).all()
+    assert {"learner_action", "learner_queried", "executed_action", "from_expert"} <= set(info["features"])
+    tables = _lerobot_episodes(tmp_path / "lerobot", info)
+    first, last = tables[0].to_pydict(), tables[2].to_pydict()
+    assert not any(first["learner_queried"]) and np.array(first["learner_action"]).tolist() == \
+        np.zeros((len(first["index"]), 4)).tolist()
+    assert all(last["learner_queried"])
+    np.testing.assert_array_equal(np.array(last["learner_action"], np.float32), rnd["learner_action"])
+    for table in tables:  # nothing a reader infers a type from is null or NaN
+        assert all(table.column(k).null_count == 0 for k in table.column_names)
+    assert "NaN" not in (tmp_path / "lerobot" / "meta" / "stats.json").read_text()
+    export_lerobot(read_source(sources["run"] / "round-000"), tmp_path / "round0")  # the learner never queried
+    info0 = json.loads((tmp_path / "round0" / "meta" / "info.json").read_text())
+    assert not {"learner_action", "learner_queried"} & set(info0["features"]) and "from_expert" in info0["features"]
 
 
 def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
@@ -196,7 +260,10 @@ def test_cli_exports_refuses_what_it_must_not_overwrite_and_says_so_in_one_line(
     assert ok.returncode == 0 and "3 episodes" in ok.stdout, ok.stderr
     again = _cli("export", str(sources["demos"]), "--format", "robomimic", "--out", str(out))
     assert again.returncode == 2 and "--overwrite" in again.stderr and len(again.stderr.splitlines()) == 1
-    assert _cli("export", str(sources["demos"]), "--format", "robomimic", "--out", str(out), "--overwrite").returncode == 0
+    assert _cli("export", str(sources["demos"]), "--format", "robomimic", "--out", str(out), "--overwrite",
+                "--no-next-obs").returncode == 0
+    with h5py.File(out, "r") as f:
+        assert "next_obs" not in f["data/demo_0"] and not json.loads(f.attrs["grasp_s2r"])["next_obs"]
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me")

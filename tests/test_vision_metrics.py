@@ -70,7 +70,7 @@ def test_shape_mismatch_raises():
 def test_per_image_dice_weighs_a_missed_small_sphere_like_a_large_one():
     import torch
 
-    from grasp_s2r.vision.train import segmentation_loss
+    from grasp_s2r.vision.train_config import segmentation_loss
 
     target = torch.zeros(2, 1, 16, 16)
     target[0, 0, :12, :12] = 1.0  # large sphere, predicted perfectly
@@ -83,3 +83,46 @@ def test_per_image_dice_weighs_a_missed_small_sphere_like_a_large_one():
     # per image: image 0 scores 0; image 1 predicts 144 false pixels and misses its one: 1 - 1/146
     assert per_image == pytest.approx(0.5 * (1 - 1 / (144 + 1 + 1)), abs=1e-4)
     assert per_image > 1.4 * batch
+
+
+def _disc(hw: int, cx: float, cy: float, diameter: float) -> np.ndarray:
+    yy, xx = np.mgrid[0:hw, 0:hw] + 0.5
+    return (xx - cx) ** 2 + (yy - cy) ** 2 < (diameter / 2) ** 2
+
+
+def test_size_balanced_loss_makes_a_missed_3_px_sphere_cost_as_much_as_a_missed_11_px_one():
+    import torch
+
+    from grasp_s2r.vision.train_config import BALANCE_REFERENCE_PX, segmentation_loss, sphere_pixel_weights
+
+    small, large = _disc(32, 8.0, 8.0, 3.2), _disc(32, 20.0, 20.0, 11.0)
+    target = torch.from_numpy(np.stack([small, large])[:, None].astype(np.float32))
+    w = sphere_pixel_weights(target)
+    assert float((w * target)[0].sum()) == pytest.approx(BALANCE_REFERENCE_PX)
+    assert float((w * target)[1].sum()) == pytest.approx(BALANCE_REFERENCE_PX)
+    assert torch.all(w[target == 0] == 1.0)
+
+    def loss_missing(image: int, balanced: bool) -> float:
+        logits = torch.where(target > 0, 12.0, -12.0)
+        logits[image] = -12.0  # this image's sphere missed, the other found
+        return segmentation_loss(logits, target, dice_weight=1.0, size_balanced=balanced).item()
+
+    assert loss_missing(0, True) == pytest.approx(loss_missing(1, True), rel=1e-4)
+    assert loss_missing(1, False) > 5 * loss_missing(0, False)  # unbalanced: the large miss dominates
+
+
+def test_metrics_by_width_bins_spheres_by_the_width_of_their_area():
+    from grasp_s2r.vision.metrics import mask_width_px, metrics_by_width
+
+    target = np.stack([_disc(32, 16, 16, d) for d in (2.5, 3.5, 5.0, 7.0, 10.0, 14.0)] + [np.zeros((32, 32), bool)])
+    widths = mask_width_px(target)
+    assert np.allclose(widths[:6], [2.5, 3.5, 5.0, 7.0, 10.0, 14.0], atol=0.7) and widths[6] == 0
+    pred = target.copy()
+    pred[0] = False  # the smallest missed
+    pred[4] &= np.arange(32)[None, :] < 16  # half of the 10 px one
+    rows = {r["width_px"]: r for r in metrics_by_width(pred, target)}
+    assert set(rows) == {"0-3", "3-4", "4-6", "6-9", "9-12", ">= 12", "< 6", ">= 6"}
+    assert rows["0-3"]["found_rate"] == 0.0 and rows["0-3"]["images"] == 1
+    assert rows["9-12"]["found_rate"] == 1.0 and 0.4 < rows["9-12"]["recall"] < 0.6
+    assert rows["< 6"]["images"] == 3 and rows["< 6"]["found_rate"] == pytest.approx(2 / 3)
+    assert rows[">= 6"]["images"] == 3 and rows[">= 6"]["found_rate"] == 1.0

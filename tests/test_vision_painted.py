@@ -16,10 +16,14 @@ import pytest
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
 from grasp_s2r.vision import painted
 from grasp_s2r.vision.painted import (
+    EPISODE_DISTANCE_QUANTILES_M,
+    QUANTILE_LEVELS,
     PaintedConfig,
     PaintedSuite,
     diameter_range_px,
     disc_mask,
+    distance_for_diameter_px,
+    draw_distance_m,
     focal_px,
     make_painted,
     paint_sphere,
@@ -38,12 +42,26 @@ def photos() -> list[np.ndarray]:
     return [rng.integers(0, 256, size=(120, 160, 3), dtype=np.uint8), np.ascontiguousarray(smooth)]
 
 
-def test_default_diameter_range_is_2_to_16_px_by_the_pinhole_model():
+def test_default_diameter_range_is_the_episodes_with_a_small_margin_by_the_pinhole_model():
     lo, hi = diameter_range_px(CameraConfig(), SceneConfig(), PaintedConfig())
-    assert 1.9 <= lo <= 2.1 and 15.5 <= hi <= 16.5
+    assert 1.9 <= lo <= 2.2 and 12.0 <= hi <= 13.0  # episodes: 2.3-11.5 px, 10 % margin
     f = 32.0 / math.tan(math.radians(30.0))
     assert focal_px(CameraConfig()) == pytest.approx(f)
-    assert hi == pytest.approx(f * 0.0137 / PaintedConfig().min_distance_m)
+    assert hi == pytest.approx(f * 0.0137 * 1.1 / EPISODE_DISTANCE_QUANTILES_M[0])
+    assert distance_for_diameter_px(sphere_diameter_px(0.1, CameraConfig(), SceneConfig()), CameraConfig(),
+                                    SceneConfig()) == pytest.approx(0.1)
+
+
+def test_drawn_sizes_follow_the_episodes_quantiles(rng):
+    cam, scene = CameraConfig(), SceneConfig()
+    cfg = dataclasses.replace(PaintedConfig(), distance_jitter=0.0)
+    widths = np.array([sphere_diameter_px(draw_distance_m(rng, cfg), cam, scene) for _ in range(4000)])
+    stored = [sphere_diameter_px(d, cam, scene) for d in EPISODE_DISTANCE_QUANTILES_M[::-1]]
+    for level in (0.05, 0.5, 0.95):
+        k = QUANTILE_LEVELS.index(level)
+        assert np.quantile(widths, level) == pytest.approx(stored[k], rel=0.06)
+    lo, hi = diameter_range_px(cam, scene, cfg)
+    assert lo - 1e-9 <= widths.min() and widths.max() <= hi + 1e-9
 
 
 def test_size_halves_with_double_distance_and_shrinks_with_a_wider_fov():
@@ -93,7 +111,8 @@ def test_mask_is_exactly_the_pixel_centres_inside_the_disc(photos):
 
 
 def test_mask_area_of_large_spheres_is_pi_r_squared(rng):
-    cfg = dataclasses.replace(CLEAN, min_distance_m=0.048, max_distance_m=0.06, border_cut_prob=0.0)
+    cfg = dataclasses.replace(CLEAN, distance_quantiles_m=(0.048,) * 22 + (0.06,), distance_jitter=0.0,
+                              border_cut_prob=0.0)
     bg = np.full((64, 64, 3), 128, np.uint8)
     for _ in range(20):
         _, mask, info = paint_sphere(bg, rng, cfg, return_info=True)
@@ -160,7 +179,8 @@ def test_camera_effects_come_after_painting_and_leave_the_mask_alone():
 
 
 @pytest.mark.parametrize("bad", [
-    {"min_distance_m": 0.0}, {"min_distance_m": 0.3, "max_distance_m": 0.1}, {"empty_prob": 1.5},
+    {"distance_quantiles_m": (0.0,) * 23}, {"distance_quantiles_m": (0.3,) + (0.1,) * 22},
+    {"distance_quantiles_m": (0.1, 0.2)}, {"distance_jitter": 1.0}, {"empty_prob": 1.5},
     {"shadow_prob": -0.1}, {"ambient": (0.6, 0.1)}, {"specular_exponent": (0.5, 10.0)},
     {"jpeg_quality": (30, 120)}, {"noise_std": (0.0, 2.0)}, {"defocus_prob": 0.7, "motion_blur_prob": 0.5},
     {"supersample": 0}, {"light_elevation_deg": (-10.0, 90.0)}, {"edge_margin_px": -1.0},
@@ -188,7 +208,8 @@ def test_painted_shares_no_code_with_the_training_renderers():
             imported |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module)
-    assert imported <= {"__future__", "math", "dataclasses", "typing", "cv2", "numpy", "tqdm", "grasp_s2r.sim.config"}
+    assert imported <= {"__future__", "itertools", "math", "dataclasses", "typing", "cv2", "numpy", "tqdm",
+                        "grasp_s2r.sim.config"}
     # in a fresh interpreter, importing painted loads none of the training renderer modules
     forbidden = ["grasp_s2r.vision.composite", "grasp_s2r.vision.simviews", "grasp_s2r.vision.dataset",
                  "grasp_s2r.vision.augment", "grasp_s2r.sim.env", "grasp_s2r.sim.randomization",

@@ -142,6 +142,10 @@ def load_photos(source: str) -> list[np.ndarray]:
     else:
         if not Path(source).is_dir():
             raise FileNotFoundError(f"backgrounds folder {source} does not exist")
+        from grasp_s2r.vision.corpus_manifest import is_corpus
+
+        if is_corpus(source):  # its split holds the training photos: grasping tests take photos to test on
+            raise ValueError(f"{source} is a corpus of training photos (grasp-s2r backgrounds), not photos to test on")
         photos = [p for split in PHOTO_SPLITS for p in load_backgrounds(split=split, directory=Path(source))]
     if not photos:
         raise FileNotFoundError(f"no background photos in {source!r}")

@@ -2,7 +2,9 @@
 
 The embedded default is the set of real photographs that ship inside scikit-image, plus the one real photograph
 among matplotlib's sample data (no download);
-``directory`` points at a user's own photos instead (png / jpg / jpeg / bmp / tif / webp, any size).
+``directory`` points at a user's own photos instead (png / jpg / jpeg / bmp / tif / webp, any size), or at a
+corpus built by ``grasp-s2r backgrounds`` (recognized by its manifest), whose photos are *added* to the embedded
+training photos: they enter training and validation only, and the held-out photos stay the embedded ones.
 A photo is in exactly one split, so held-out evaluation never sees a training photo.
 """
 
@@ -16,6 +18,7 @@ import cv2
 import numpy as np
 
 from grasp_s2r.sim.table_texture import crop_resize
+from grasp_s2r.vision.corpus_manifest import CorpusManifestError, is_corpus, manifest_digest, read_manifest
 from grasp_s2r.vision.folder import quiet_imread
 
 SPLITS = ("train", "heldout")
@@ -33,10 +36,14 @@ EMBEDDED_TRAIN = (
 matplotlib's :data:`MATPLOTLIB_PHOTOS`."""
 EMBEDDED_HELDOUT = ("coffee", "gravel", "stereo_motorcycle", "camera")
 """scikit-image photos used only for held-out evaluation."""
+_EMBEDDED_NAMES = frozenset(EMBEDDED_TRAIN + EMBEDDED_HELDOUT)
 MAX_PHOTO_SIDE_PX = 512
 """Photos are downscaled at load so that their longer side is at most this."""
 HELDOUT_EVERY = 5
 """User photos: about one in this many (chosen by a hash of the file name) is held out."""
+CORPUS_SOURCE = "grasp-s2r backgrounds corpus"
+"""How a corpus is named in a split's ``source``: with its folder and its manifest's sha256 (a run's record names
+the corpus it trained on, and ``--resume`` checks it)."""
 
 
 class BackgroundError(ValueError):
@@ -90,11 +97,17 @@ def split_names(directory: Path | None = None) -> dict[str, list[str]]:
     """The photo-level split, ``{"source": [..], "train": [names], "heldout": [names]}``, recorded in checkpoints.
 
     User folders: a photo is held out when a hash of its file name says so (stable when photos are
-    added); the first file (sorted) moves over if a split would otherwise be empty.
+    added); the first file (sorted) moves over if a split would otherwise be empty. A corpus folder (``grasp-s2r
+    backgrounds``): the embedded split with the corpus's files (``package/name.jpg``) added to ``train``.
     """
-    if directory is None:
-        return {"source": [EMBEDDED_SOURCE, MATPLOTLIB_SOURCE], "train": list(EMBEDDED_TRAIN),
+    embedded = {"source": [EMBEDDED_SOURCE, MATPLOTLIB_SOURCE], "train": list(EMBEDDED_TRAIN),
                 "heldout": list(EMBEDDED_HELDOUT)}
+    if directory is None:
+        return embedded
+    if is_corpus(directory):  # the embedded photos plus the corpus's, which enter training (and validation) only
+        files = [row["file"] for row in _corpus_manifest(Path(directory))["images"]]
+        corpus = f"{CORPUS_SOURCE} {Path(directory).resolve()} manifest sha256 {manifest_digest(directory)}"
+        return {**embedded, "source": [*embedded["source"], corpus], "train": [*EMBEDDED_TRAIN, *files]}
     names = [p.name for p in _user_files(Path(directory))]
     heldout = [n for n in names if _is_heldout_file(n)]
     train = [n for n in names if not _is_heldout_file(n)]
@@ -103,6 +116,13 @@ def split_names(directory: Path | None = None) -> dict[str, list[str]]:
     elif not train:
         train, heldout = heldout[:1], heldout[1:]
     return {"source": [str(Path(directory).resolve())], "train": train, "heldout": heldout}
+
+
+def _corpus_manifest(directory: Path, verify: bool = False) -> dict:
+    try:
+        return read_manifest(directory, verify=verify)
+    except CorpusManifestError as e:
+        raise BackgroundError(str(e)) from None
 
 
 def _load_user_photo(path: Path) -> np.ndarray:
@@ -120,6 +140,11 @@ def load_backgrounds(split: str, directory: Path | None = None) -> list[np.ndarr
     load: Callable[[str], np.ndarray]
     if directory is None:
         load = _embedded_photo
+    elif is_corpus(directory):
+        _corpus_manifest(Path(directory), verify=True)  # every file as its manifest says
+
+        def load(name: str) -> np.ndarray:
+            return _embedded_photo(name) if name in _EMBEDDED_NAMES else _load_user_photo(Path(directory) / name)
     else:
         def load(name: str) -> np.ndarray:
             return _load_user_photo(Path(directory) / name)

@@ -24,7 +24,7 @@ from grasp_s2r.options import (
 from grasp_s2r.vision.backgrounds import BackgroundError
 from grasp_s2r.vision.evaluate import EvalResult, VisionEvalConfig, evaluate_segmenter, evaluate_suites
 from grasp_s2r.vision.folder import DataFolderError
-from grasp_s2r.vision.metrics import format_suite_table, format_table
+from grasp_s2r.vision.metrics import format_suite_table, format_table, format_width_table
 from grasp_s2r.vision.segmenter import CheckpointError, check_threshold, default_checkpoint_path
 from grasp_s2r.vision.suites import SUITE_ALL, SUITES, SuiteError, resolve_suites
 
@@ -131,6 +131,11 @@ def run(args: argparse.Namespace) -> int:
                       f"{cfg.n_images} images of suite {suites[0]} ({SUITES[suites[0]]}), {cfg.split} split, "
                       f"seed {cfg.seed}")
             print(format_table(report["metrics"], f"eval-vision: {model} (threshold {threshold:.3f}) on {source}"))
+        by_width = report["by_width"] if len(suites) > 1 else {suites[0]: report["by_width"]}
+        for name, rows in by_width.items():
+            if rows:
+                print(format_width_table(rows, f"by sphere width ({name}): found = at least one sphere pixel "
+                                               "predicted"))
         report_path = args.out / "metrics.json"
         _write_json(report, report_path)
         print(f"eval-vision: wrote {report_path}")

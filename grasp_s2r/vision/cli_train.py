@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from grasp_s2r.options import (
@@ -25,8 +26,9 @@ from grasp_s2r.vision.train import SegmenterTrainConfig, TrainError, check_init_
 RESUME_HINT = ("the steps done are kept (OUT/checkpoint-latest.pt, written on interrupt): run the same command "
                "with --resume to continue")
 
-def _range(text: str) -> tuple[float, float]:
-    return parse_range(text, "--affine-scale")
+def _range(flag: str) -> Callable[[str], tuple[float, float]]:
+    """The parser of a ``LO,HI`` range option (its errors name ``flag``)."""
+    return lambda text: parse_range(text, flag)
 
 
 OPTIONS = (
@@ -55,6 +57,12 @@ OPTIONS = (
            type=float),
     Option("--camouflage-prob", "share of spheres recoloured like the photo around them",
            "data.composite.camouflage_prob", type=float),
+    Option("--grey-prob", "share of sphere colours (the sim's and the re-shader's new ones) that are grey or nearly: "
+           "black to white", "data.reshade.grey_albedo_prob", also=("data.view.grey_color_prob",), type=float),
+    Option("--mirror-prob", "share of pasted spheres that are mirror-like, showing the photo around them curved",
+           "data.composite.mirror_prob", type=float),
+    Option("--shadow-sigma", "range of the blur of the pasted sphere's shadow in px (small: a hard shadow)",
+           "data.composite.shadow_sigma_px", convert=_range("--shadow-sigma"), metavar="LO,HI", show=comma_text),
     Option("--mix", "background mixture weights (kinds not named keep the recipe's weight)", "data.mix",
            convert=lambda text: parse_mix(text, TRAINING_DATA.mix), metavar="KIND=W,...",
            show=lambda m: comma_text(f"{k}={v:g}" for k, v in dataclasses.asdict(m).items())),
@@ -62,9 +70,11 @@ OPTIONS = (
     Option("--distractor-prob", "share of pasted-on backgrounds with hard-negative distractors (measured harmful)",
            "data.distractor_prob", type=float),
     Option("--affine-scale", "range of the affine zoom of training composites (the recipe's: spheres up to the "
-           "16 px the camera shows at its closest)", "data.augment.affine_scale", convert=_range, metavar="LO,HI",
+           "16 px the camera shows at its closest)", "data.augment.affine_scale", convert=_range("--affine-scale"), metavar="LO,HI",
            show=comma_text),
     Option("--empty-view-prob", "share of sim views without a sphere", "data.view.empty_prob", type=float),
+    Option("--size-balanced", "each sphere's pixels weigh the same in the loss, whatever its size (a missed "
+           "3 px sphere costs as much as a missed 11 px one)", sets={"size_balanced": True}),
     Option("--dice-per-image", "Dice loss per image, averaged (small spheres weigh as much as large ones)",
            sets={"dice_per_image": True}),
     Option("--calibration-images", "set the final threshold where precision = recall on N validation composites "

@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 
 from grasp_s2r.sim.camera import Frame
+from grasp_s2r.vision.reshade import sphere_normals
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,13 @@ class CompositeConfig:
     (``train-vision --camouflage-prob``); evaluation keeps 0."""
     camouflage_brightness: tuple[float, float] = (0.6, 1.4)
     """Range of the camouflaged sphere's brightness relative to the photo around it."""
+    mirror_prob: float = 0.0
+    """Probability that the sphere is mirror-like: it shows the world around it, curved (:func:`mirror`). A
+    training option (``train-vision --mirror-prob``); 0 draws nothing."""
+    mirror_strength: tuple[float, float] = (0.4, 0.95)
+    """Range of the reflection's share of the sphere's colour (the rest: its own shading)."""
+    mirror_reach_radii: tuple[float, float] = (2.0, 8.0)
+    """Range of how far around the sphere its reflection reaches, in sphere radii."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.shadow_prob <= 1.0:
@@ -44,6 +52,8 @@ class CompositeConfig:
             raise ValueError(f"edge_sigma_px must be an increasing non-negative range, got {self.edge_sigma_px}")
         if not 0.0 <= self.camouflage_prob <= 1.0:
             raise ValueError(f"camouflage_prob must be in [0, 1], got {self.camouflage_prob}")
+        if not 0.0 <= self.mirror_prob <= 1.0:
+            raise ValueError(f"mirror_prob must be in [0, 1], got {self.mirror_prob}")
 
 
 def _blur(a: np.ndarray, sigma: float) -> np.ndarray:
@@ -77,6 +87,31 @@ def camouflage(sphere_rgb: np.ndarray, sphere_mask: np.ndarray, background_rgb: 
     return np.clip(out, 0.0, 255.0)
 
 
+def mirror(sphere_rgb: np.ndarray, sphere_mask: np.ndarray, background_rgb: np.ndarray, strength: float,
+           reach_radii: float, flip: bool) -> np.ndarray:
+    """``sphere_rgb`` (H, W, 3) float with the pixels of ``sphere_mask`` partly replaced by a reflection of
+    ``background_rgb`` (same size, float): a mirror ball of the mask's centroid and area-equivalent radius ``r``.
+
+    Each pixel's normal ``n`` (camera frame, :func:`reshade.sphere_normals`) reflects the view ray to
+    ``2 n_z (n_x, n_y)``; the pixel shows the background that far from the centre, times ``reach_radii * r``
+    (mirrored through the centre when ``flip``: what lies behind the camera is unknown, the surroundings stand in
+    for it). The centre of the ball shows what is next to it, the rim what is farther away, compressed."""
+    if not sphere_mask.any():
+        return sphere_rgb
+    rows, cols = np.nonzero(sphere_mask)
+    cx, cy, r = cols.mean() + 0.5, rows.mean() + 0.5, max(float(np.sqrt(len(rows) / np.pi)), 0.5)
+    n = sphere_normals(sphere_mask.shape, (cx, cy, r))[sphere_mask]
+    sign = -1.0 if flip else 1.0
+    reach = reach_radii * r
+    map_x = (cx - 0.5 + sign * 2.0 * n[:, 2] * n[:, 0] * reach).astype(np.float32)[None]
+    map_y = (cy - 0.5 + sign * 2.0 * n[:, 2] * n[:, 1] * reach).astype(np.float32)[None]
+    seen = cv2.remap(background_rgb.astype(np.float32), map_x, map_y, cv2.INTER_LINEAR,
+                     borderMode=cv2.BORDER_REFLECT_101)[0]
+    out = sphere_rgb.copy()
+    out[sphere_mask] = (1.0 - strength) * sphere_rgb[sphere_mask] + strength * seen
+    return out
+
+
 def composite_frame(
     frame: Frame, background_rgb: np.ndarray, rng: np.random.Generator, config: CompositeConfig | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -99,6 +134,9 @@ def composite_frame(
     obj = frame.rgb.astype(np.float32)
     if cfg.camouflage_prob > 0 and rng.random() < cfg.camouflage_prob:  # no draw at 0: evaluation is unchanged
         obj = camouflage(obj, frame.sphere_mask, bg, float(rng.uniform(*cfg.camouflage_brightness)))
+    if cfg.mirror_prob > 0 and rng.random() < cfg.mirror_prob:
+        obj = mirror(obj, frame.sphere_mask, bg, float(rng.uniform(*cfg.mirror_strength)),
+                     float(rng.uniform(*cfg.mirror_reach_radii)), bool(rng.random() < 0.5))
     alpha = _blur(hard, float(rng.uniform(*cfg.edge_sigma_px)))
     # blend only the object's own rim pixels: pixels outside it hold the sim table, which must not leak
     alpha = (alpha * hard)[:, :, None]

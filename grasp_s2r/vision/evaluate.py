@@ -18,12 +18,12 @@ from grasp_s2r.bounds import require_images
 from grasp_s2r.configs import to_dict
 from grasp_s2r.vision.backgrounds import split_names
 from grasp_s2r.vision.folder import load_folder
-from grasp_s2r.vision.metrics import confusion_counts, summarize
+from grasp_s2r.vision.metrics import confusion_counts, metrics_by_width, summarize
 from grasp_s2r.vision.segmenter import Segmenter, check_threshold, read_checkpoint
 from grasp_s2r.vision.suites import Split, check_suite, latency_ms, suite_images
 
 EVAL_FORMAT_NAME = "grasp_s2r.vision_eval"
-EVAL_FORMAT_VERSION = 2
+EVAL_FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,7 @@ def _evaluate_loaded(segmenter: Segmenter, model_path: Path, *, cfg: VisionEvalC
                   "input_hw": list(hw), "step": segmenter.config.get("step"), "threshold": segmenter.threshold},
         "source": source, "config": cfg.to_dict(), "device": str(segmenter.device),
         "metrics": summarize(counts, cfg.min_detection_px),
+        "by_width": metrics_by_width(pred, target, cfg.min_detection_px),
         "per_image": [{"name": n, "tp": int(a), "fp": int(b), "fn": int(c)}
                       for n, a, b, c in zip(names, counts.tp, counts.fp, counts.fn)],
     }
@@ -152,5 +153,6 @@ def evaluate_suites(model_path: Path, suites: list[str], *, cfg: VisionEvalConfi
             rows[name].update(latency_ms(cpu, result.images[:64], repeats=latency_frames))
     first = next(iter(results.values())).report
     report = {"format": EVAL_FORMAT_NAME, "format_version": EVAL_FORMAT_VERSION, "model": first["model"],
-              "config": {**cfg.to_dict(), "suite": list(suites)}, "device": first["device"], "suites": rows}
+              "config": {**cfg.to_dict(), "suite": list(suites)}, "device": first["device"], "suites": rows,
+              "by_width": {name: r.report["by_width"] for name, r in results.items()}}
     return report, results

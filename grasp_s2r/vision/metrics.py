@@ -9,10 +9,13 @@ Definitions (``TP``, ``FP``, ``FN`` count pixels):
 - detection: ``found_rate`` = share of target images where at least ``min_detection_px`` predicted
   pixels overlap the target; ``false_detection_rate`` = share of target-free images with at least
   ``min_detection_px`` predicted pixels.
+- by sphere width (:func:`metrics_by_width`): a target's width is the diameter of a disc of its area,
+  ``2 sqrt(area / pi)`` px; per width bin, the share found and the pixel recall.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,4 +128,46 @@ def format_suite_table(rows: dict[str, dict[str, float | int]], title: str) -> s
         cells = " ".join(f"{float(m[key]):9.4f}" for key, _ in SUITE_COLUMNS)
         latency = f"{m['predict_median_ms']:9.2f}" if "predict_median_ms" in m else f"{'-':>9}"
         lines.append(f"  {name:<18} {m['images']:>7} {cells} {latency}")
+    return "\n".join(lines)
+
+
+WIDTH_BINS_PX = (0.0, 3.0, 4.0, 6.0, 9.0, 12.0, float("inf"))
+"""Edges of the sphere-width bins of :func:`metrics_by_width` (px; a bin holds ``lo <= width < hi``)."""
+SMALL_SPHERE_PX = 6.0
+"""Spheres narrower than this are *small* (the perception targets differ below and above)."""
+
+
+def mask_width_px(masks: np.ndarray) -> np.ndarray:
+    """Width float (N,) of each mask bool (N, H, W): the diameter of a disc of its area (0 for an empty mask)."""
+    area = np.asarray(masks, dtype=bool).reshape(len(masks), -1).sum(1)
+    return 2.0 * np.sqrt(area / np.pi)
+
+
+def metrics_by_width(pred: np.ndarray, target: np.ndarray, min_detection_px: int = 1,
+                     bins: tuple[float, ...] = WIDTH_BINS_PX) -> list[dict[str, float | int | str]]:
+    """Per sphere-width bin of the target images (masks bool (N, H, W)): ``width_px`` (the bin as text),
+    ``images``, ``found_rate`` and pixel ``recall``; then the rows ``< SMALL_SPHERE_PX`` and ``>= SMALL_SPHERE_PX``.
+    Empty bins are left out."""
+    counts = confusion_counts(pred, target)
+    width = mask_width_px(np.asarray(target, dtype=bool).reshape(-1, *np.shape(target)[-2:]))
+    has = counts.target_px > 0
+    edges = [(lo, hi, f"{lo:g}-{hi:g}" if hi < float("inf") else f">= {lo:g}") for lo, hi in itertools.pairwise(bins)]
+    edges += [(0.0, SMALL_SPHERE_PX, f"< {SMALL_SPHERE_PX:g}"), (SMALL_SPHERE_PX, float("inf"),
+                                                                 f">= {SMALL_SPHERE_PX:g}")]
+    rows: list[dict[str, float | int | str]] = []
+    for lo, hi, name in edges:
+        sel = has & (width >= lo) & (width < hi)
+        if sel.any():
+            tp, fn = counts.tp[sel], counts.fn[sel]
+            rows.append({"width_px": name, "images": int(sel.sum()),
+                         "found_rate": float((tp >= min_detection_px).mean()),
+                         "recall": float(_ratio(tp.sum(), tp.sum() + fn.sum()))})
+    return rows
+
+
+def format_width_table(rows: list[dict[str, float | int | str]], title: str) -> str:
+    """:func:`metrics_by_width`'s rows for the terminal."""
+    lines = [title, f"  {'width px':<10} {'images':>7} {'found':>7} {'recall':>7}"]
+    lines += [f"  {r['width_px']:<10} {r['images']:>7} {float(r['found_rate']):7.3f} {float(r['recall']):7.3f}"
+              for r in rows]
     return "\n".join(lines)

@@ -5,7 +5,8 @@ from ``composite`` / ``simviews`` / ``dataset`` / ``augment`` / ``sim.env`` / ``
 cv2 only, plus the camera and scene geometry dataclasses. A segmenter that does well here has learnt the sphere,
 not the look of the training renderer.
 
-Per image: the sphere's camera distance (log-uniform) gives its size by the pinhole model, its centre is anywhere
+Per image: the sphere's camera distance (drawn from the expert episodes' own distribution,
+:data:`EPISODE_DISTANCE_QUANTILES_M`) gives its size by the pinhole model, its centre is anywhere
 in the image; a soft contact shadow is drawn on the photo, then the sphere with Blinn-Phong shading from its
 analytic normal (ambient, diffuse, highlight; tinted light, any albedo), supersampled for anti-aliased edges and
 composited in linear light; last, the whole image gets defocus or motion blur, sensor noise and JPEG.
@@ -19,6 +20,7 @@ The projection of an off-axis sphere is drawn as a disc (the slight perspective 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, fields
 from typing import Any
@@ -34,15 +36,27 @@ _PROBS = ("empty_prob", "border_cut_prob", "dull_albedo_prob", "shadow_prob", "d
           "noise_prob", "jpeg_prob")
 
 
+QUANTILE_LEVELS = (0.0, 0.01, *(i / 20 for i in range(1, 20)), 0.99, 1.0)
+"""Probability levels of :data:`EPISODE_DISTANCE_QUANTILES_M`."""
+EPISODE_DISTANCE_QUANTILES_M = (
+    0.0663, 0.0683, 0.0713, 0.0734, 0.0752, 0.0777, 0.0822, 0.0876, 0.0942, 0.1038, 0.1154, 0.1272, 0.1403, 0.1505,
+    0.1682, 0.1799, 0.1866, 0.2029, 0.2128, 0.2243, 0.2379, 0.2747, 0.3365,
+)
+"""Camera-to-sphere distances (m, nearest first) at :data:`QUANTILE_LEVELS` over the frames of 200 expert episodes
+that show the sphere, from the width of its ground-truth mask (the pinhole distance of a disc of its area; fingers in
+front of it count as the camera sees them). Measured by ``python benchmarks/sphere_sizes.py``, which checks it."""
+
+
 @dataclass(frozen=True)
 class PaintedConfig:
     """How painted test images are drawn. Ranges are (low, high), sampled uniformly unless said otherwise."""
 
-    min_distance_m: float = 0.0475
-    """Nearest camera-to-sphere distance: with the default camera (64 px, 60 deg vertical fov, f = 55.4 px) and
-    the 13.7 mm sphere, 16.0 px diameter."""
-    max_distance_m: float = 0.38
-    """Farthest camera-to-sphere distance (sampled log-uniformly between the two): 2.0 px diameter."""
+    distance_quantiles_m: tuple[float, ...] = EPISODE_DISTANCE_QUANTILES_M
+    """Camera-to-sphere distance at each of :data:`QUANTILE_LEVELS` (nearest first): a distance is drawn by inverse
+    CDF (linear between levels), so the sizes follow the expert episodes' (3-11 px at 64 px, median 6 px)."""
+    distance_jitter: float = 0.1
+    """Each drawn distance times a log-uniform factor in [1 / (1 + jitter), 1 + jitter]: a small margin beyond the
+    episodes' extremes (2.1-12.6 px at 64 px)."""
     empty_prob: float = 0.1
     """Share of images without a sphere (mask all False), to measure false detections."""
     edge_margin_px: float = 1.0
@@ -108,9 +122,12 @@ class PaintedConfig:
     """:class:`PaintedSuite` backgrounds: crop side as a fraction of the photo's shorter side."""
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.min_distance_m <= self.max_distance_m:
-            raise ValueError(f"need 0 < min_distance_m <= max_distance_m, got {self.min_distance_m}, "
-                             f"{self.max_distance_m}")
+        q = self.distance_quantiles_m
+        if len(q) != len(QUANTILE_LEVELS) or not 0.0 < q[0] or any(b < a for a, b in itertools.pairwise(q)):
+            raise ValueError(f"distance_quantiles_m must be {len(QUANTILE_LEVELS)} positive non-decreasing distances "
+                             f"(one per QUANTILE_LEVELS), got {q}")
+        if not 0.0 <= self.distance_jitter < 1.0:
+            raise ValueError(f"distance_jitter must be in [0, 1), got {self.distance_jitter}")
         for name in _PROBS:
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
@@ -155,12 +172,29 @@ def sphere_diameter_px(distance_m: float, camera: CameraConfig, scene: SceneConf
     return focal_px(camera, height_px) * scene.sphere_diameter_m / distance_m
 
 
+def distance_for_diameter_px(diameter_px: float, camera: CameraConfig, scene: SceneConfig,
+                             height_px: int | None = None) -> float:
+    """The inverse of :func:`sphere_diameter_px`: the camera distance (m) at which the sphere spans ``diameter_px``."""
+    return focal_px(camera, height_px) * scene.sphere_diameter_m / diameter_px
+
+
+def distance_range_m(cfg: PaintedConfig) -> tuple[float, float]:
+    """(nearest, farthest) camera distance the config draws: the quantiles' ends widened by the jitter."""
+    return cfg.distance_quantiles_m[0] / (1 + cfg.distance_jitter), cfg.distance_quantiles_m[-1] * (1 + cfg.distance_jitter)
+
+
+def draw_distance_m(rng: np.random.Generator, cfg: PaintedConfig) -> float:
+    """One camera-to-sphere distance: inverse CDF of :attr:`PaintedConfig.distance_quantiles_m`, then the jitter."""
+    distance = float(np.interp(rng.random(), QUANTILE_LEVELS, cfg.distance_quantiles_m))
+    return distance * math.exp(rng.uniform(-1.0, 1.0) * math.log1p(cfg.distance_jitter))
+
+
 def diameter_range_px(camera: CameraConfig | None = None, scene: SceneConfig | None = None,
                       cfg: PaintedConfig | None = None) -> tuple[float, float]:
-    """(smallest, largest) sphere diameter in px the config draws (about 2..16 px for the defaults)."""
+    """(smallest, largest) sphere diameter in px the config draws (about 2.1..12.6 px for the defaults)."""
     camera, scene, cfg = camera or CameraConfig(), scene or SceneConfig(), cfg or PaintedConfig()
-    return (sphere_diameter_px(cfg.max_distance_m, camera, scene),
-            sphere_diameter_px(cfg.min_distance_m, camera, scene))
+    near, far = distance_range_m(cfg)
+    return sphere_diameter_px(far, camera, scene), sphere_diameter_px(near, camera, scene)
 
 
 def disc_mask(hw: tuple[int, int], cx: float, cy: float, r: float) -> np.ndarray:
@@ -309,7 +343,7 @@ def paint_sphere(background_rgb: np.ndarray, rng: np.random.Generator, cfg: Pain
     info: dict[str, Any] = {"empty": True, "centre_px": None, "radius_px": 0.0, "diameter_px": 0.0,
                             "distance_m": None, "light_dir": None, "albedo_linear": None, "shadow": False}
     if rng.random() >= cfg.empty_prob:
-        distance = math.exp(rng.uniform(math.log(cfg.min_distance_m), math.log(cfg.max_distance_m)))
+        distance = draw_distance_m(rng, cfg)
         diameter = sphere_diameter_px(distance, camera, scene, height_px=hw[0])
         r = diameter / 2.0
         cx, cy = _draw_centre(rng, cfg, hw, r)

@@ -24,6 +24,9 @@ class ReshadeConfig:
     """Share of spheres re-shaded (0: TinyRenderer's shading as rendered)."""
     new_albedo_prob: float = 0.5
     """Share of re-shaded spheres that also get a new colour (any hue, dull and grey ones included)."""
+    grey_albedo_prob: float = 0.0
+    """Share of new colours that are grey or nearly so (HSV saturation below 0.15, value 0.03-1: black, dark grey,
+    pale grey, white); a uniform RGB rarely is. 0 draws nothing (the colours are as without the option)."""
     ambient: tuple[float, float] = (0.05, 0.7)
     """Ambient light, relative to the albedo."""
     diffuse: tuple[float, float] = (0.2, 1.0)
@@ -40,15 +43,24 @@ class ReshadeConfig:
     """Gamma applied after the gain."""
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.prob <= 1.0 or not 0.0 <= self.new_albedo_prob <= 1.0:
-            raise ValueError(f"reshade probabilities must be in [0, 1], got {self.prob}, {self.new_albedo_prob}")
+        probs = (self.prob, self.new_albedo_prob, self.grey_albedo_prob)
+        if not all(0.0 <= p <= 1.0 for p in probs):
+            raise ValueError(f"reshade probabilities must be in [0, 1], got {probs}")
         for name in ("ambient", "diffuse", "specular", "shininess", "exposure", "gamma"):
             lo, hi = getattr(self, name)
             if not 0.0 <= lo <= hi:
                 raise ValueError(f"reshade {name} must be an increasing non-negative range, got {(lo, hi)}")
 
 
-def _random_albedo(rng: np.random.Generator) -> np.ndarray:
+def grey_albedo(rng: np.random.Generator) -> np.ndarray:
+    """A grey or nearly grey RGB albedo in [0, 1]: HSV saturation 0-0.15, value 0.03-1, any hue."""
+    hsv = np.array([[[rng.uniform(0, 180), rng.uniform(0, 38), rng.uniform(8, 255)]]], dtype=np.uint8)
+    return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)[0, 0] / 255.0
+
+
+def _random_albedo(rng: np.random.Generator, grey_prob: float = 0.0) -> np.ndarray:
+    if grey_prob > 0 and rng.random() < grey_prob:
+        return grey_albedo(rng)
     if rng.random() < 0.3:
         return rng.uniform(0.05, 1.0, size=3)
     hsv = np.array([[[rng.uniform(0, 180), rng.uniform(60, 255), rng.uniform(60, 255)]]], dtype=np.uint8)
@@ -82,7 +94,7 @@ def reshade(rgb_uint8: np.ndarray, sphere_mask: np.ndarray, circle_px: tuple[flo
         return rgb_uint8.copy()
     pixels = rgb_uint8[sphere_mask].astype(np.float32) / 255.0
     if rng.random() < cfg.new_albedo_prob:
-        albedo = _random_albedo(rng)
+        albedo = _random_albedo(rng, cfg.grey_albedo_prob)
     else:
         albedo = np.median(pixels, axis=0)
         albedo = albedo / max(float(albedo.max()), 0.05) * min(1.0, float(albedo.max()) * 1.6)

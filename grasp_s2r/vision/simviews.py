@@ -26,6 +26,7 @@ from grasp_s2r.sim.table_texture import (
     photo_textures,
     set_table_texture,
 )
+from grasp_s2r.vision.reshade import grey_albedo
 
 __all__ = ["PHOTO_TEXTURE_TILE_PX", "SimViewSampler", "ViewConfig", "photo_texture"]
 
@@ -51,6 +52,8 @@ class ViewConfig:
     """Share of views without a sphere (label all zero): false positives are learned and measured."""
     dull_color_prob: float = 0.3
     """Share of spheres with any RGB (dull, grey, dark, white) instead of a saturated colour."""
+    grey_color_prob: float = 0.0
+    """Share of spheres grey or nearly so (:func:`reshade.grey_albedo`), drawn before the others; 0 draws nothing."""
     specular_max: float = 1.0
     """Largest specular coefficient of the sphere's material."""
 
@@ -61,7 +64,9 @@ class ViewConfig:
             raise ValueError(f"empty_prob must be in [0, 1], got {self.empty_prob}")
 
 
-def _sphere_rgb(rng: np.random.Generator, dull_prob: float) -> np.ndarray:
+def _sphere_rgb(rng: np.random.Generator, dull_prob: float, grey_prob: float = 0.0) -> np.ndarray:
+    if grey_prob > 0 and rng.random() < grey_prob:
+        return grey_albedo(rng)
     if rng.random() < dull_prob:
         return rng.uniform(0.0, 1.0, size=3)
     hsv = np.array([[[rng.uniform(0, 180), rng.uniform(90, 255), rng.uniform(80, 255)]]], dtype=np.uint8)
@@ -145,7 +150,7 @@ class SimViewSampler:
             ids = self._photo_texture_ids()
             grey = float(photo_table.uniform(0.7, 1.0))
             set_table_texture(env, ids[int(photo_table.integers(len(ids)))], grey)
-        rgba = [*_sphere_rgb(rng, v.dull_color_prob), 1.0]
+        rgba = [*_sphere_rgb(rng, v.dull_color_prob, v.grey_color_prob), 1.0]
         spec = float(rng.uniform(0.0, v.specular_max))
         pb.changeVisualShape(env.sphere_uid, -1, rgbaColor=rgba, specularColor=[spec] * 3,
                              physicsClientId=env.client)

@@ -37,7 +37,7 @@ SUITES = {
     "composites": "held-out photos + pasted sim sphere, with the training augmentation",
     "composites-clean": "held-out photos + pasted sim sphere, as pasted",
     "sim": "raw domain-randomized sim renders (procedural tables, no photo)",
-    "painted": "spheres painted analytically (no PyBullet) on held-out photos, 2-16 px",
+    "painted": "spheres painted analytically (no PyBullet) on held-out photos, 2-13 px as in expert episodes",
 }
 """Suite name -> what it holds (``eval-vision --suite``; ``all`` runs every one)."""
 SUITE_ALL = "all"

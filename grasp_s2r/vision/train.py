@@ -31,7 +31,7 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from grasp_s2r.configs import check_same, to_json
+from grasp_s2r.configs import check_same, to_json, with_defaults
 from grasp_s2r.cpu import cpu_info
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import save_composite_grid, save_training_curve
@@ -60,7 +60,7 @@ from grasp_s2r.vision.segmenter import (
     read_checkpoint,
     write_checkpoint,
 )
-from grasp_s2r.vision.train_config import SegmenterTrainConfig, TrainError, lr_factor, segmentation_loss
+from grasp_s2r.vision.train_config import SegmenterTrainConfig, TrainError, lr_factor
 
 VISION_RUN_FORMAT = "grasp_s2r.vision_run"
 RUN_FORMAT_VERSION = 1
@@ -126,7 +126,7 @@ RESUME_HINT = "use the original options or another --out"
 def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
     """The resume check of runs made before ``run.json`` (their config is in ``checkpoint-latest.pt``)."""
     saved, new = json.loads(json.dumps(saved)), json.loads(json.dumps(new))
-    check_same({**_identity_defaults(), **saved["train"], "background_photos": saved["background_split"]},
+    check_same({**with_defaults(saved["train"], _identity_defaults()), "background_photos": saved["background_split"]},
                {**new["train"], "background_photos": new["background_split"]}, "--resume of a run made",
                RESUME_HINT, ignore=RUNTIME_FIELDS, error=TrainError)
 
@@ -202,7 +202,7 @@ def _probe_step(cfg: SegmenterTrainConfig, step: int, device: torch.device,
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16):
             logits = model(x)
         model.zero_grad(set_to_none=True)
-        segmentation_loss(logits.float(), y, cfg.dice_weight, cfg.dice_per_image).backward()
+        cfg.loss(logits.float(), y).backward()
     return step
 
 
@@ -321,7 +321,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
                 y = y.to(device, non_blocking=True)
                 with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=precision.bf16):
                     logits = model(x)
-                loss = segmentation_loss(logits.float(), y, cfg.dice_weight, cfg.dice_per_image)
+                loss = cfg.loss(logits.float(), y)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()

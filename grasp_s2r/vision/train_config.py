@@ -50,6 +50,10 @@ class SegmenterTrainConfig:
     dice_per_image: bool = False
     """Dice computed per image and averaged (every sphere, small or large, and every empty image weighs the same)
     instead of over the whole batch (large spheres dominate)."""
+    size_balanced: bool = False
+    """Each image's sphere pixels weigh, in the BCE and the Dice, as much in total as
+    :data:`BALANCE_REFERENCE_PX` pixels: a missed 3 px sphere costs as much as a missed 11 px one
+    (unweighted, the 11 px one costs 13 times more)."""
     seed: int = 0
     """Seed of the initial weights and of every composite (train and validation streams)."""
     val_every: int = 250
@@ -125,18 +129,37 @@ class SegmenterTrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
 
+    def loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """This run's :func:`segmentation_loss`."""
+        return segmentation_loss(logits, target, self.dice_weight, self.dice_per_image, self.size_balanced)
+
+
+BALANCE_REFERENCE_PX = 28.0
+"""The total weight of one image's sphere pixels with ``size_balanced``: the area of a 6 px wide sphere (the expert
+episodes' median width, ``benchmarks/sphere_sizes.py``), so a sphere of median size weighs as without balancing."""
+
+
+def sphere_pixel_weights(target: torch.Tensor) -> torch.Tensor:
+    """Weights float (N, 1, H, W): ``BALANCE_REFERENCE_PX / sphere area`` on each image's sphere pixels, 1 elsewhere."""
+    area = target.sum((1, 2, 3), keepdim=True)
+    return torch.where(target > 0, BALANCE_REFERENCE_PX / area.clamp(min=1.0), torch.ones_like(target))
+
 
 def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: float,
-                      per_image: bool = False) -> torch.Tensor:
+                      per_image: bool = False, size_balanced: bool = False) -> torch.Tensor:
     """BCE + ``dice_weight`` x soft Dice; logits and target float (N, 1, H, W).
 
     The Dice is over the whole batch, or with ``per_image`` over each image (smoothed by 1 pixel, so an empty
-    target image costs ``1 - 1 / (1 + predicted area)``) and then averaged.
+    target image costs ``1 - 1 / (1 + predicted area)``) and then averaged. ``size_balanced``: every pixel of both
+    terms weighted by :func:`sphere_pixel_weights` (each sphere counts the same, whatever its size).
     """
-    bce = F.binary_cross_entropy_with_logits(logits, target)
+    w = sphere_pixel_weights(target) if size_balanced else None
+    bce = F.binary_cross_entropy_with_logits(logits, target, weight=w)
     p = torch.sigmoid(logits)
+    wp = p if w is None else w * p
     dims = (1, 2, 3) if per_image else (0, 1, 2, 3)
-    dice = 1.0 - (2.0 * (p * target).sum(dims) + 1.0) / (p.sum(dims) + target.sum(dims) + 1.0)
+    wt = target if w is None else w * target
+    dice = 1.0 - (2.0 * (wp * target).sum(dims) + 1.0) / (wp.sum(dims) + wt.sum(dims) + 1.0)
     return bce + dice_weight * dice.mean()
 
 

@@ -1,0 +1,131 @@
+"""The training renderers' wider sphere look: grey albedos, mirror-like spheres, hard shadows; options off = as before."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from grasp_s2r.sim.camera import Frame
+from grasp_s2r.vision.augment import NO_AUGMENT
+from grasp_s2r.vision.backgrounds import load_backgrounds
+from grasp_s2r.vision.composite import CompositeConfig, composite_frame, mirror
+from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for
+from grasp_s2r.vision.reshade import ReshadeConfig, grey_albedo
+from grasp_s2r.vision.simviews import SimViewSampler, ViewConfig
+
+
+@pytest.fixture(scope="module")
+def frame() -> Frame:
+    s = SimViewSampler(env_config_for(64), ViewConfig(empty_prob=0.0, near_offset_prob=1.0))
+    try:
+        for k in range(30):
+            f = s.render(k, np.random.default_rng(k))
+            if f.sphere_mask.sum() >= 30:
+                return f
+    finally:
+        s.close()
+    raise AssertionError("no view with a sphere of >= 30 px in 30 near-offset draws")
+
+
+def _saturation(rgb01: np.ndarray) -> float:
+    hsv = cv2.cvtColor(np.uint8(np.clip(rgb01, 0, 1) * 255)[None, None], cv2.COLOR_RGB2HSV)
+    return float(hsv[0, 0, 1]) / 255.0
+
+
+def test_grey_albedos_are_grey_from_black_to_white(rng):
+    colours = np.array([grey_albedo(rng) for _ in range(400)])
+    value = colours.max(axis=1)
+    assert max(_saturation(c) for c in colours[value > 0.25]) <= 0.16  # (dark ones: uint8 rounding)
+    assert value.min() < 0.1 and value.max() > 0.9  # black to white
+
+
+def test_mirror_shows_the_background_around_the_sphere_and_nothing_else(frame):
+    m = frame.sphere_mask
+    h, w = m.shape
+    # a background with a left-right gradient: the reflection must carry it, curved, on the sphere
+    bg = np.zeros((h, w, 3), np.float32)
+    bg[:, :, 0] = np.linspace(0, 255, w)[None, :]
+    sphere = frame.rgb.astype(np.float32)
+    out = mirror(sphere, m, bg, strength=1.0, reach_radii=4.0, flip=False)
+    assert np.array_equal(out[~m], sphere[~m])
+    cols = np.nonzero(m)[1]
+    left, right = cols < cols.mean(), cols > cols.mean()
+    red = out[m][:, 0]
+    assert red[right].mean() > red[left].mean() + 10  # the sphere's right half shows what lies right of it
+    flipped = mirror(sphere, m, bg, strength=1.0, reach_radii=4.0, flip=True)[m][:, 0]
+    assert flipped[left].mean() > flipped[right].mean() + 10
+    half = mirror(sphere, m, bg, strength=0.5, reach_radii=4.0, flip=False)
+    assert np.allclose(half[m], 0.5 * sphere[m] + 0.5 * out[m], atol=1e-3)
+
+
+def test_a_hard_shadow_has_a_sharper_edge_than_a_soft_one(frame, rng):
+    grey = np.full((*frame.sphere_mask.shape, 3), 200, np.uint8)
+
+    def edge(sigma: float) -> float:
+        cfg = CompositeConfig(shadow_prob=1.0, shadow_sigma_px=(sigma, sigma), shadow_strength=(0.5, 0.5),
+                              shadow_offset_px=3.0, edge_sigma_px=(0.0, 0.0), paste_gripper=False)
+        rgb, _ = composite_frame(frame, grey, np.random.default_rng(0), cfg)
+        lum = rgb.astype(np.float32).mean(axis=2)
+        lum[frame.sphere_mask] = np.nan
+        return float(np.nanmax(np.abs(np.diff(lum, axis=1))))
+
+    assert edge(0.1) > 1.5 * edge(3.0)
+
+
+@pytest.fixture(scope="module")
+def photos() -> list[np.ndarray]:
+    return load_backgrounds("train")[:3]
+
+
+def _dataset(photos: list[np.ndarray], **changes) -> CompositeDataset:
+    base = DataConfig(view=ViewConfig(empty_prob=0.0, near_offset_prob=1.0), augment=NO_AUGMENT)
+    cfg = DataConfig(view=changes.get("view", base.view), augment=NO_AUGMENT,
+                     composite=changes.get("composite", base.composite), reshade=changes.get("reshade", base.reshade))
+    return CompositeDataset(env_config=env_config_for(32), data=cfg, backgrounds=photos, stream="train", seed=3,
+                            length=8)
+
+
+def test_new_options_at_zero_leave_every_composite_as_it_was(photos):
+    plain = _dataset(photos)
+    zero = _dataset(photos, view=ViewConfig(empty_prob=0.0, near_offset_prob=1.0, grey_color_prob=0.0),
+                    composite=CompositeConfig(mirror_prob=0.0), reshade=ReshadeConfig(grey_albedo_prob=0.0))
+    try:
+        for i in range(8):
+            (ra, ma), (rb, mb) = plain.sample(i), zero.sample(i)
+            assert np.array_equal(ra, rb) and np.array_equal(ma, mb)
+    finally:
+        plain.close()
+        zero.close()
+
+
+def test_mirrors_change_only_the_sphere_and_keep_the_label(photos):
+    plain, shiny = _dataset(photos), _dataset(photos, composite=CompositeConfig(mirror_prob=1.0))
+    try:
+        changed = 0
+        for i in range(8):
+            (rp, mp), (rs, ms) = plain.sample(i), shiny.sample(i)
+            frame = shiny.frame(i // shiny.data.renders_per_view)
+            assert np.array_equal(ms, frame.sphere_mask) and np.array_equal(mp, ms)
+            photo = ~(frame.sphere_mask | frame.gripper_mask)
+            assert np.array_equal(rp[photo], rs[photo])
+            changed += int(ms.any() and np.abs(rp[ms].astype(int) - rs[ms]).max() > 10)
+        assert changed >= 2, "no sphere became mirror-like"
+    finally:
+        plain.close()
+        shiny.close()
+
+
+def test_grey_sphere_colours_in_the_sim_keep_the_label(photos):
+    grey = _dataset(photos, view=ViewConfig(empty_prob=0.0, near_offset_prob=1.0, grey_color_prob=1.0))
+    try:
+        sats = []
+        for i in range(0, 8, 4):
+            _, mask = grey.sample(i)
+            frame = grey.frame(i // grey.data.renders_per_view)
+            assert np.array_equal(mask, frame.sphere_mask)
+            if frame.sphere_mask.sum() >= 4:
+                sats.append(_saturation(np.median(frame.rgb[frame.sphere_mask], axis=0) / 255.0))
+        assert sats and max(sats) < 0.3  # TinyRenderer's white light keeps a grey sphere grey
+    finally:
+        grey.close()
