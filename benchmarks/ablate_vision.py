@@ -36,6 +36,16 @@ ARMS = {
     "- extra empty views": ["--empty-view-prob", "0.1"],
     "+ distractors": ["--distractor-prob", "0.3"],
     "photo-heavy mix": ["--mix", "photo=0.6"],
+    "+ grey colours": ["--grey-prob", "0.3"],
+    "+ mirror spheres": ["--mirror-prob", "0.15"],
+    "+ camouflage": ["--camouflage-prob", "0.15"],
+    "+ hard shadows": ["--shadow-sigma", "0.2,3"],
+    "+ size-balanced loss": ["--size-balanced"],
+    "+ wider look": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15", "--shadow-sigma",
+                     "0.2,3"],
+    "+ wider look, size-balanced": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15",
+                                    "--shadow-sigma", "0.2,3", "--size-balanced"],
+    "+ corpus photos": ["--backgrounds", "{corpus}"],
 }
 """Arm name -> ``train-vision`` options on top of the recipe."""
 COLUMNS = ("precision", "recall", "found_rate", "false_detection_rate")
@@ -65,6 +75,8 @@ def main() -> None:
     p.add_argument("--device", default=None, help="torch device of the arms (default: cuda when present)")
     p.add_argument("--workers", type=int, default=1, help="DataLoader workers per arm (default: 1)")
     p.add_argument("--keep-models", type=Path, default=None, help="also copy each arm's model.pt here")
+    p.add_argument("--corpus", type=Path, default=None,
+                   help="a 'grasp-s2r backgrounds' corpus, for the arms that train on it")
     add_json_argument(p, "ablate_vision")
     args = p.parse_args()
     from grasp_s2r.vision.segmenter import default_checkpoint_path
@@ -73,6 +85,8 @@ def main() -> None:
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     if unknown := [a for a in arms if a not in ARMS]:
         sys.exit(f"ablate_vision: unknown arms {unknown}; arms: {list(ARMS)}")
+    if args.corpus is None and (needs := [a for a in arms if "{corpus}" in ARMS[a]]):
+        sys.exit(f"ablate_vision: arms {needs} need --corpus (a 'grasp-s2r backgrounds' folder)")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     device = ["--device", args.device] if args.device else []
     args.out.mkdir(parents=True, exist_ok=True)
@@ -85,7 +99,7 @@ def main() -> None:
             cmd = [sys.executable, "-m", "grasp_s2r", "train-vision", "--out", str(run), "--init", str(init),
                    "--steps", str(args.steps), "--batch-size", str(args.batch_size), "--lr", str(args.lr),
                    "--workers", str(args.workers), "--threads", "1", "--no-progress", "--val-every", str(args.steps),
-                   *device, *ARMS[arm]]
+                   *device, *(str(args.corpus) if o == "{corpus}" else o for o in ARMS[arm])]
             log = open(args.out / f"{_slug(arm)}.log", "w")  # noqa: SIM115 - closed when the process ends
             running[arm] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log)
             print(f"[{time.perf_counter() - t0:6.0f} s] started {arm}", flush=True)

@@ -8,13 +8,12 @@ only when their command runs (``collect`` does not pay for importing torch).
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib
 import signal
 import sys
 
-from grasp_s2r import __version__
-from grasp_s2r.files import ArtifactError
+from grasp_s2r import __version__, bounds
+from grasp_s2r.files import ArtifactError, disk_error, full_disk, user_path
 from grasp_s2r.options import (  # noqa: F401 - re-exported: the command modules' names
     Parser,
     UsageError,
@@ -70,15 +69,18 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[args.command][0])
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
+        bounds.check(args.command, args, argv)  # every size bounded before the command's own code runs
         return int(module.run(args) or 0)
     except (UsageError, ArtifactError) as e:
         print(f"grasp-s2r {args.command}: error: {e}", file=sys.stderr)
         return 2
     except OSError as e:
-        if e.filename is None and e.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if e.filename is None and full_disk(e):  # a library's write that names no file (pyarrow, h5py)
+            e = disk_error(e, getattr(args, "out", None) or ".")
+        if e.filename is None:
             raise  # not about a path the user gave or a full disk: a bug, keep its traceback
-        where = f" {e.filename}" if e.filename is not None else ""
-        print(f"grasp-s2r {args.command}: error: cannot use{where}: {e.strerror or e}", file=sys.stderr)
+        print(f"grasp-s2r {args.command}: error: cannot use {user_path(e.filename)}: {e.strerror or e}",
+              file=sys.stderr)  # the path as given, never our temp file's
         return 2
     except KeyboardInterrupt:
         hint = getattr(module, "RESUME_HINT", RESUME_HINT)

@@ -28,8 +28,10 @@ from grasp_s2r.data.episodes import (
     DatasetError,
     EpisodeDataset,
     EpisodeWriter,
+    episode_dirname,
     finished_indices,
     init_dataset,
+    remove_damaged,
     remove_partial,
 )
 from grasp_s2r.expert.fsm import ExpertConfig
@@ -83,6 +85,8 @@ class CollectSummary:
     removed_partial: int
     workers: int = 0
     """Worker processes used: ``--workers`` capped at the CPU cores and at the episodes left to collect."""
+    damaged: dict[int, str] = field(default_factory=dict)
+    """Finished episodes found damaged on resume (index: why), removed and collected again."""
 
     @property
     def episodes_per_s(self) -> float:
@@ -106,6 +110,7 @@ def _collect(cfg: CollectConfig, masks: MaskSource, progress: bool = True) -> Co
     root = Path(cfg.out)
     init_dataset(root, cfg.dataset_config(), rollout_features(cfg.env), DATASET_KIND)
     removed = remove_partial(root)
+    damaged = remove_damaged(root)  # named, then collected again below
     done = set(finished_indices(root))
     todo = [i for i in range(cfg.episodes) if i not in done]
     t0 = time.perf_counter()
@@ -131,10 +136,10 @@ def _collect(cfg: CollectConfig, masks: MaskSource, progress: bool = True) -> Co
             bar.close()
     bar.close()
     seconds = time.perf_counter() - t0
-    ds = EpisodeDataset(root)
+    ds = EpisodeDataset(root, verify=False)  # verified when the run started; its new episodes were just written
     n_success = sum(int(e.info["success"]) for e in ds)
     return CollectSummary(episodes=len(ds), successes=n_success, steps=ds.num_steps(), new_episodes=tally["new"],
-                          seconds=seconds, removed_partial=removed, workers=workers)
+                          seconds=seconds, removed_partial=removed, workers=workers, damaged=damaged)
 
 
 def useful_workers(requested: int, jobs: int) -> int:
@@ -178,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
     except (DatasetError, BackendUnavailable, VisionUnavailable) as e:
         raise UsageError(str(e)) from None
     print(f"dataset     {Path(cfg.out).resolve()}")
+    for i, why in s.damaged.items():
+        print(f"damaged     {episode_dirname(i)}: {why}; collected again")
     print(f"episodes    {s.episodes} ({s.new_episodes} new this run"
           + (f", {s.removed_partial} half-written removed" if s.removed_partial else "") + ")")
     print(f"success     {format_rate(s.successes, s.episodes)}")

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import re
+import shutil
 import socket
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
 
@@ -19,13 +26,88 @@ def file_sha256(path: Path | str) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file + rename (readers see the old or the new file, whole)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
+def torch_load_problem(path: Path | str, e: BaseException) -> str:
+    """Why ``torch.load`` could not read ``path`` (it raised ``e``), in words a user can act on: torch's own
+    messages for arbitrary bytes are a bare key ("101") or a paragraph about ``weights_only``."""
     try:
-        with os.fdopen(fd, "wb") as f:
+        head = Path(path).read_bytes()[:2]
+    except OSError as err:
+        return err.strerror or type(err).__name__
+    if not head:
+        return "an empty file"
+    if head != b"PK" and head[:1] != b"\x80":
+        return "not a torch file: neither a zip archive nor a pickle"
+    reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    if reason.startswith("Weights only load failed"):  # torch's paragraph about its weights_only default
+        return "not a torch file of tensors and plain data: something else, or a pickle that would run code"
+    if not reason or isinstance(e, KeyError) or reason.strip("'").isdigit():
+        return f"a damaged torch file ({type(e).__name__})"
+    return f"{type(e).__name__}: {reason[:200]}"
+
+
+def free_space(path: Path | str) -> str:
+    """The free space of the file system holding ``path`` (or its nearest existing parent), for messages."""
+    where = next((a for a in (Path(path).absolute(), *Path(path).absolute().parents) if a.exists()), Path("/"))
+    free = float(shutil.disk_usage(where).free)
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if free < 1000 or unit == "GB":
+            return f"{free:.0f} {unit}" if unit == "bytes" else f"{free:.1f} {unit}"
+        free /= 1000
+    raise AssertionError  # unreachable
+
+
+_TEMP_NAME = re.compile(r"^\.tmp-(.+)-[A-Za-z0-9_]{8}(\.[A-Za-z0-9]+)?$")
+"""``.tmp-NAME-XXXXXXXX[.SUFFIX]``: the temp file or folder (``tempfile.mkstemp`` / ``mkdtemp``) that becomes
+``NAME``."""
+
+
+def user_path(name: str | os.PathLike[str]) -> str:
+    """The path the user asked for: each temp file or folder of ours in ``name`` (``.tmp-NAME-XXXXXXXX``) named as
+    what it becomes (``NAME``)."""
+    parts = [m.group(1) if (m := _TEMP_NAME.match(p)) else p for p in Path(name).parts]
+    return str(Path(*parts)) if parts else str(name)
+
+
+def full_disk(e: OSError) -> bool:
+    """Whether ``e`` says the disk is full: ENOSPC or a quota, numpy's errno-less short write ("N requested and M
+    written"), or a library's message holding the C library's (pyarrow's "[errno 28] No space left on device",
+    h5py's "errno = 28")."""
+    text = str(e)
+    return (e.errno in (errno.ENOSPC, errno.EDQUOT) or ("requested and" in text and "written" in text)
+            or os.strerror(errno.ENOSPC) in text or f"errno = {errno.ENOSPC}," in text)
+
+
+def disk_error(e: OSError, path: Path | str) -> OSError:
+    """``e`` as the user should read it: a full disk (:func:`full_disk`) names ``path`` and the free space; a
+    refused temp file of ours names ``path``."""
+    if full_disk(e):
+        return OSError(errno.ENOSPC, f"no space left on the device ({free_space(path)} free)", str(path))
+    if e.filename is not None and user_path(e.filename) != str(e.filename) and e.errno is not None:
+        return OSError(e.errno, e.strerror, str(path))
+    return e
+
+
+@contextmanager
+def disk_errors(path: Path | str) -> Iterator[None]:
+    """Writes inside the ``with`` that fail for a full disk or a refused temp file raise :func:`disk_error`."""
+    try:
+        yield
+    except OSError as e:
+        new = disk_error(e, path)
+        if new is e:
+            raise
+        raise new from None
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file + rename (readers see the old or the new file, whole). A full
+    disk or a refused place is an OSError naming ``path`` (and the free space), never the temp file."""
+    path = Path(path)
+    with disk_errors(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
+    try:
+        with disk_errors(path), os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -96,6 +178,26 @@ def folder_kind(folder: Path) -> str | None:
     return _legacy_kind(Path(folder))
 
 
+UNREADABLE_LOCK_AGE_S = 10.0
+"""An unreadable lock older than this is stale (grasp_s2r 0.1.0 before issue 25 wrote the pid just after creating the file)."""
+
+
+@contextmanager
+def _folder_mutex(folder: Path) -> Iterator[None]:
+    """Exclusive ``flock`` of ``folder`` while inside: released by the kernel when its process dies, so it is
+    never stale."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:  # a file system without flock (some network ones): the lock file alone, as before
+            if e.errno not in (errno.ENOLCK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+        yield
+    finally:
+        os.close(fd)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -120,6 +222,7 @@ class ArtifactFolder:
             raise ValueError(f"unknown artifact kind {kind!r}")
         self.path, self.kind = Path(path), kind
         self._locked = False
+        self._wrote_marker = False
         self._created: list[Path] = []
         """Folders this ``with`` created (the folder and missing parents, innermost first)."""
 
@@ -137,58 +240,84 @@ class ArtifactFolder:
         if kind is not None and kind != self.kind:
             raise ArtifactError(f"{p} holds {ARTIFACT_KINDS.get(kind, kind)}, not {ARTIFACT_KINDS[self.kind]}; "
                                 "choose another --out")
-        foreign = sorted(x.name for x in p.iterdir() if x.name not in (ARTIFACT_MARKER, ARTIFACT_LOCK))
+        foreign = sorted(x.name for x in p.iterdir()
+                         if x.name != ARTIFACT_MARKER and not x.name.startswith(ARTIFACT_LOCK))
         if kind is None and foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise ArtifactError(f"{p} holds files no grasp_s2r command wrote ({shown}); choose an empty or new --out")
 
     def _lock(self) -> None:
+        """Take the folder's lock: the lock file appears whole (written to a temp file, then linked into place),
+        and judging an existing lock and taking it over happen under ``flock`` of the folder, so two processes
+        can never both own it (``tests/test_lock_race.py``)."""
         lock = self.path / ARTIFACT_LOCK
-        me = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
-        for _ in range(2):
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
+        tmp = self.path / f"{ARTIFACT_LOCK}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+        try:
+            with _folder_mutex(self.path):
+                if lock.exists():
+                    self._judge(lock)  # raises unless its owner is provably gone
+                    lock.unlink()
                 try:
-                    owner = json.loads(lock.read_text())
-                except (ValueError, OSError):
-                    owner = {}
-                pid, host = int(owner.get("pid", -1)), owner.get("host")
-                if host == socket.gethostname() and pid > 0 and pid != os.getpid() and _pid_alive(pid):
-                    raise ArtifactError(f"{self.path} is being written by another grasp-s2r process (pid {pid}); "
-                                        "wait for it or choose another --out") from None
-                lock.unlink(missing_ok=True)  # a stale lock (dead writer, or this process's own leftover)
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(me)
-            self._locked = True
-            return
-        raise ArtifactError(f"{self.path}: could not take the lock {ARTIFACT_LOCK}")
+                    os.link(tmp, lock)
+                except OSError as e:  # a file system without hard links: rename (the judging is under the mutex)
+                    if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                        raise
+                    os.rename(tmp, lock)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._locked = True
+
+    def _judge(self, lock: Path) -> None:
+        """Raise :class:`ArtifactError` unless the writer named in ``lock`` is provably gone: a dead pid of this
+        host, this process itself, or (a lock of an older grasp_s2r, created before its pid was written) an
+        unreadable lock older than :data:`UNREADABLE_LOCK_AGE_S`."""
+        try:
+            owner = json.loads(lock.read_text())
+            pid, host = int(owner["pid"]), str(owner["host"])
+        except (ValueError, OSError, KeyError, TypeError):
+            age = time.time() - lock.stat().st_mtime
+            if age > UNREADABLE_LOCK_AGE_S:
+                return
+            raise ArtifactError(f"{self.path} is being claimed by another grasp-s2r process (its lock has no owner "
+                                "yet); wait for it or choose another --out") from None
+        if host != socket.gethostname():
+            raise ArtifactError(f"{self.path} is locked by pid {pid} on host {host}; if no grasp-s2r runs there, "
+                                f"delete {lock}")
+        if pid > 0 and pid != os.getpid() and _pid_alive(pid):
+            raise ArtifactError(f"{self.path} is being written by another grasp-s2r process (pid {pid}); "
+                                "wait for it or choose another --out")
 
     def __enter__(self) -> Self:
         self.check()
         self._created = [a for a in (self.path, *self.path.absolute().parents) if not a.exists()]
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._lock()
-        marker = self.path / ARTIFACT_MARKER
-        if not marker.is_file():
-            atomic_write(marker, json.dumps({"format": ARTIFACT_FORMAT, "format_version": ARTIFACT_FORMAT_VERSION,
-                                             "kind": self.kind, "package_version": __version__}, indent=2).encode())
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._lock()
+            marker = self.path / ARTIFACT_MARKER
+            if not marker.is_file():
+                self._wrote_marker = True
+                atomic_write(marker, json.dumps({"format": ARTIFACT_FORMAT, "format_version": ARTIFACT_FORMAT_VERSION,
+                                                 "kind": self.kind, "package_version": __version__},
+                                                indent=2).encode())
+        except BaseException as e:  # an unwritable place, another writer: release and remove what was made
+            self.__exit__(type(e), e, e.__traceback__)
+            raise
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if self._locked:
-            (self.path / ARTIFACT_LOCK).unlink(missing_ok=True)
+            (self.path / ARTIFACT_LOCK).unlink(missing_ok=True)  # ours: no one takes a live process's lock
             self._locked = False
-        if exc_type is not None and self._created:
+        if exc_type is not None:
             self._remove_if_unused()
 
     def _remove_if_unused(self) -> None:
-        """After a failure: the folder this ``with`` created goes again if nothing but its marker was written (a
-        refused input leaves no trace); a folder holding any work is kept (resumable)."""
-        if not self.path.is_dir() or any(x.name != ARTIFACT_MARKER for x in self.path.iterdir()):
-            return
-        (self.path / ARTIFACT_MARKER).unlink(missing_ok=True)
+        """After a failure: the marker this ``with`` wrote, and the folders it created, go again if nothing else
+        was written (a refused input leaves no trace); a folder holding any work is kept (resumable)."""
+        p = self.path
+        if self._wrote_marker and p.is_dir() and all(x.name == ARTIFACT_MARKER for x in p.iterdir()):
+            (p / ARTIFACT_MARKER).unlink(missing_ok=True)
         for folder in self._created:  # innermost first; stops at the first one that is not empty
             try:
                 folder.rmdir()

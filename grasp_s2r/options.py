@@ -55,7 +55,8 @@ def non_negative_int(text: str) -> int:
 
 
 def torch_device(text: str) -> str:
-    """A ``--device`` value: any torch device name; ``cuda`` only where CUDA is present ("" = the default)."""
+    """A ``--device`` value: ``cpu``, ``cuda`` or ``cuda:N`` where CUDA is present (N below its device count), ``mps``
+    where present ("" = the default); any other torch device type (meta, xla, ...) is refused."""
     if not text:
         return text
     import torch  # only when a device is named: parsing other options stays torch-free
@@ -64,9 +65,20 @@ def torch_device(text: str) -> str:
         device = torch.device(text)
     except RuntimeError as e:
         raise argparse.ArgumentTypeError(f"unknown torch device {text!r} ({str(e).splitlines()[0]})") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
+    cuda = torch.cuda.is_available()
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    present = "cpu" + (f", cuda, cuda:N (N < {torch.cuda.device_count()})" if cuda else "") + \
+        (", mps" if mps else "")
+    if device.type == "cuda" and not cuda:
         raise argparse.ArgumentTypeError(f"{text!r} asked for, but this machine has no usable CUDA device; "
                                          "use --device cpu (or leave --device out: CUDA when present, else CPU)")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise argparse.ArgumentTypeError(f"{text!r} asked for, but this machine has {torch.cuda.device_count()} "
+                                         f"CUDA device(s); use one of: {present}")
+    if device.type not in ("cpu", "cuda", "mps") or (device.type == "mps" and not mps) or \
+            (device.type == "cpu" and device.index not in (None, 0)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device this machine runs grasp_s2r on; use one of: "
+                                         f"{present}")
     return text
 
 

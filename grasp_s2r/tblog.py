@@ -25,6 +25,7 @@ import cv2
 import numpy as np
 
 from grasp_s2r.drawing import evenly_spaced, overlay_grid
+from grasp_s2r.files import ARTIFACT_KINDS, ArtifactError, folder_kind
 
 INSTALL_HINT = 'pip install -e ".[tensorboard]"'
 DEFAULT_SUBDIR = "tensorboard"
@@ -46,12 +47,23 @@ def _summary_writer_class() -> Any:
 def resolve_logdir(option: str | Path | None, run_dir: str | Path) -> Path | None:
     """The ``--tensorboard`` option (None: off; "": the run folder's ``tensorboard/``; else a folder) -> a path.
 
-    Raises :class:`TensorBoardUnavailable` (before anything is written) when logging is asked for without tensorboard.
+    Raises :class:`TensorBoardUnavailable` (before anything is written) when logging is asked for without tensorboard,
+    :class:`~grasp_s2r.files.ArtifactError` for a DIR that is a file or holds an artifact (event files are never
+    written among another command's files).
     """
     if option is None:
         return None
     _summary_writer_class()
-    return Path(run_dir) / DEFAULT_SUBDIR if str(option) == "" else Path(option)
+    if str(option) == "":
+        return Path(run_dir) / DEFAULT_SUBDIR
+    logdir = Path(option)
+    if logdir.exists() and not logdir.is_dir():
+        raise ArtifactError(f"--tensorboard {logdir} is a file, not a folder")
+    kind = folder_kind(logdir) if logdir.is_dir() else None
+    if kind is not None:
+        raise ArtifactError(f"--tensorboard {logdir} holds {ARTIFACT_KINDS.get(kind, kind)}; choose another folder "
+                            "(or leave DIR out: OUT/tensorboard)")
+    return logdir
 
 
 def add_tensorboard_argument(parser: Any) -> None:

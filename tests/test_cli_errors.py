@@ -46,8 +46,9 @@ def test_unusable_out_folder_is_one_line(capsys):
 
 
 def test_collect_caps_workers_and_says_so(capsys, tmp_path):
-    code, out, _ = _run(capsys, "collect", "--episodes", "2", "--workers", "1000", "--out", str(tmp_path / "d"))
+    code, out, err = _run(capsys, "collect", "--episodes", "2", "--workers", "1000", "--out", str(tmp_path / "d"))
     assert code == 0
     speed = next(line for line in out.splitlines() if line.startswith("speed"))
     used = min(2, os.cpu_count() or 1)
-    assert f"with {used} worker(s) (asked 1000: capped" in speed
+    assert f"with {used} worker(s)" in speed
+    assert "--workers 1000 capped at" in err  # said on stderr before the run

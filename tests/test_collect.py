@@ -105,7 +105,7 @@ def test_kill_9_then_rerun_resumes_and_loses_nothing(tmp_path):
     (["--episodes", "-3"], "positive integer"),
     (["--workers", "0"], "positive integer"),
     (["--frobnicate"], "unrecognized arguments"),
-    (["--resolution", "4"], "at least 8x8"),
+    (["--resolution", "4"], "--resolution must be in [8, 1024], got 4"),
 ])
 def test_bad_arguments_give_one_error_line_and_write_nothing(tmp_path, args, message):
     out = tmp_path / "never"

@@ -28,6 +28,7 @@ import pytest
 import torch
 
 from grasp_s2r.cli import COMMANDS, main
+from grasp_s2r.cpu import available_cores
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
 from grasp_s2r.files import ARTIFACT_MARKER, ArtifactFolder, folder_kind
 from grasp_s2r.vision.segmenter import default_checkpoint_path
@@ -161,7 +162,7 @@ CASES = [
     (f"{C} --seed -1", f"{NONNEG}, got -1"),
     (f"{C} --seed inf", f"{NONNEG}, got 'inf'"),
     (f"{C} --resolution 0", f"{POS}, got 0"),
-    (f"{C} --resolution 4", "at least 8x8"),
+    (f"{C} --resolution 4", "--resolution must be in [8, 1024], got 4"),
     (f"{C} --fov 0", "fov_deg must be in [5, 150], got 0.0"),
     (f"{C} --fov -30", "fov_deg must be in [5, 150]"),
     (f"{C} --fov nan", "fov_deg must be in [5, 150], got nan"),
@@ -198,16 +199,17 @@ CASES = [
     (f"{T} --lr fast", "invalid float value: 'fast'"),
     (f"{T} --arch resnet", "invalid choice: 'resnet'"),
     (f"{T} --width 0", f"{POS}, got 0"),
-    (f"{T} --image-size 12", "image size must be a multiple of 8 and at least 16, got 12"),
+    (f"{T} --image-size 12", "--image-size must be in [16, 1024], got 12"),
+    (f"{T} --image-size 20", "image size must be a multiple of 8 and at least 16, got 20"),
     (f"{T} --image-size 0", f"{POS}, got 0"),
     (f"{T} --val-every 0", f"{POS}, got 0"),
-    (f"{T} --workers -1", "--workers must be >= 0, got -1"),
+    (f"{T} --workers -1", "--workers must be in [0, 100000], got -1"),
     (f"{T} --workers many", "invalid int value: 'many'"),
     (f"{T} --threads 0", f"{POS}, got 0"),
     (f"{T} --amp maybe", "invalid choice: 'maybe'"),
     (f"{T} --seed x", f"{NONNEG}, got 'x'"),
     (f"{T} --seed -1", f"{NONNEG}, got -1"),
-    (f"{T} --calibration-images -1", "calibration_images must be >= 0, got -1"),
+    (f"{T} --calibration-images -1", "--calibration-images must be in [0, 100000], got -1"),
     (f"{T} --recolor-prob 2", "background_recolor_prob must be in [0, 1], got 2.0"),
     (f"{T} --recolor-prob nan", "background_recolor_prob must be in [0, 1], got nan"),
     (f"{T} --camouflage-prob -0.5", "camouflage_prob must be in [0, 1], got -0.5"),
@@ -233,7 +235,7 @@ CASES = [
     (f"{T} --init {{ctrl}}", "is not a grasp_s2r.segmenter checkpoint"),
     (f"{T} --init {{seg}} --image-size 16", "this run is unet {{'width': 12, 'depth': 3}} at 16 px"),
     (f"{T} --backgrounds missing", "backgrounds folder missing does not exist"),
-    (f"{T} --backgrounds {{txt}}", "does not exist"),
+    (f"{T} --backgrounds {{txt}}", "is a file, not a folder of photos"),
     (f"{T} --backgrounds {{photos1}}", "needs at least 2 images"),
     (f"{T} --backgrounds {{badphotos}}", "cannot read background image"),
     pytest.param(f"{T} --device cuda", "'cuda' asked for, but this machine has no usable CUDA device", marks=NO_CUDA),
@@ -247,7 +249,7 @@ CASES = [
     ("train-vision --steps 1 --no-progress --out {tv}", "already holds a run; pass --resume"),
     # --- eval-vision
     (f"{E} --model missing.pt", "checkpoint missing.pt does not exist"),
-    (f"{E} --model {{txt}}", "is unreadable or corrupt (UnpicklingError)"),
+    (f"{E} --model {{txt}}", "is unreadable or corrupt (not a torch file: neither a zip archive nor a pickle)"),
     (f"{E} --model {{corrupt}}", "is unreadable or corrupt"),
     (f"{E} --model {{empty}}", "is unreadable or corrupt"),
     (f"{E} --model {{trunc}}", "is unreadable or corrupt"),
@@ -324,7 +326,7 @@ CASES = [
     ("dagger", "the following arguments are required: --out"),
     (f"{D} --rounds 0", f"{POS}, got 0"),
     (f"{D} --episodes-per-round 0", f"{POS}, got 0"),
-    (f"{D} --episodes-per-round 100000", "episodes_per_round must be <="),
+    (f"{D} --episodes-per-round 100000", "--episodes-per-round must be in [1, 10000], got 100000"),
     (f"{D} --eval-episodes 0", f"{POS}, got 0"),
     (f"{D} --eval-conditions moon", "eval_conditions must be names from"),
     (f"{D} --eval-conditions ,", "eval_conditions must be names from"),
@@ -360,7 +362,7 @@ CASES = [
     (f"{D} --camera-jitter-mm -1", "camera jitter must be finite and >= 0"),
     (f"{D} --camera-jitter-mm nan", "camera jitter must be finite and >= 0"),
     (f"{D} --camera-jitter-deg inf", "camera jitter must be finite and >= 0"),
-    (f"{D} --resolution 4", "at least 8x8"),
+    (f"{D} --resolution 4", "--resolution must be in [8, 1024], got 4"),
     (f"{D} --fov nan", "fov_deg must be in [5, 150], got nan"),
     (f"{D} --sphere-diameter 1", "sphere_diameter_m must be in"),
     (f"{D} --max-steps 0", f"{POS}, got 0"),
@@ -612,7 +614,8 @@ def test_probe_collect_1000_workers_is_capped_and_says_so(tmp_path, capsys):
     assert code == 0, err
     used = min(2, os.cpu_count() or 1)
     speed = next(line for line in out.splitlines() if line.startswith("speed"))
-    assert f"with {used} worker(s) (asked 1000: capped" in speed
+    assert f"--workers 1000 capped at {min(1000, available_cores())} (the CPU cores" in err  # said before the run
+    assert f"with {used} worker(s)" in speed
     assert "1000 worker(s)" not in out
 
 

@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     except (VisionUnavailable, DatasetError, BackendUnavailable, TensorBoardUnavailable) as e:
         raise UsageError(str(e)) from None
     except ValueError as e:
-        if "another config" in str(e) or "format" in str(e) or "controller checkpoint" in str(e):
+        if "another config" in str(e) or "format" in str(e) or "controller checkpoint" in str(e) or "diverged" in str(e):
             raise UsageError(str(e)) from None
         raise
     chosen = next(r for r in result.rows if r["round"] == result.selected_round)

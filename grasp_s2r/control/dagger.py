@@ -375,6 +375,9 @@ def _run_dagger(cfg: DaggerConfig, progress: bool = True, tb: TBLogger | None = 
     out = Path(cfg.out)
     store = RunStore(out)
     store.open(cfg.identity(), cfg.to_dict())
+    for root in sorted([*out.glob("round-[0-9][0-9][0-9]"), store.bc_dir]):  # resuming: refuse a damaged episode
+        if (root / "meta.json").is_file():                                   # before any new work (DatasetError)
+            EpisodeDataset(root)
     torch.set_num_threads(cfg.torch_threads)
     device = torch.device(cfg.device) if cfg.device else default_device()
     masks = make_mask_source(cfg.masks, cfg.vision_checkpoint, device)

@@ -36,7 +36,7 @@ from torch.nn import functional as F
 from grasp_s2r import __version__
 from grasp_s2r.control.memory import N_MEMORY, N_MOMENTS
 from grasp_s2r.devices import default_device
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import atomic_write, torch_load_problem
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
 CHECKPOINT_FORMAT = "grasp_s2r.controller"
@@ -153,10 +153,7 @@ def read_policy_blob(path: Path) -> dict[str, Any]:
             warnings.simplefilter("ignore")
             blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - torch raises UnpicklingError, RuntimeError, EOFError... for bad files
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        if reason.startswith("Weights only load failed"):  # torch's paragraph about its weights_only default
-            reason = "not a torch file of tensors and plain data: something else, or a pickle that would run code"
-        raise ValueError(f"{path} is not a readable controller checkpoint ({reason[:200]})") from None
+        raise ValueError(f"{path} is not a readable controller checkpoint ({torch_load_problem(path, e)})") from None
     if not isinstance(blob, dict):
         raise ValueError(f"{path} is not a controller checkpoint (it holds a {type(blob).__name__})")  # noqa: TRY004
     return blob
@@ -234,4 +231,10 @@ class Policy:
         cfg = PolicyConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["policy_config"].items()})
         policy = cls(cfg, device)
         policy.net.load_state_dict(blob["state_dict"])
+        if not policy.weights_finite():
+            raise ValueError(f"{path} holds non-finite weights (a diverged training): its actions would be NaN")
         return policy, blob
+
+    def weights_finite(self) -> bool:
+        """Whether every weight is a finite number (NaN actions would stall the simulator)."""
+        return all(bool(torch.isfinite(p).all()) for p in self.net.state_dict().values() if p.is_floating_point())

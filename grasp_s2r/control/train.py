@@ -124,4 +124,7 @@ def fit(
         if len(losses) % 50 == 0:
             bar.set_postfix(loss=f"{np.mean(losses[-50:]):.4f}")
     policy.net.eval()
+    if not policy.weights_finite():
+        raise ValueError(f"training diverged: the controller's weights are not finite after {cfg.steps} steps at lr "
+                         f"{cfg.lr:g}; use a smaller --lr")
     return float(np.mean(losses[-max(1, cfg.steps // 4):]))

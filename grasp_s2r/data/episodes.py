@@ -4,16 +4,23 @@ Layout (documented for users in ``datasets/README.md``)::
 
     DIR/meta.json                  format name + version, package version, config, feature schema
     DIR/episode-000042/            one finished episode (the folder appears in one rename)
-        info.json                  seed, length, success, randomization params, ...
+        info.json                  seed, length, success, randomization params, ...; written last: "arrays",
+                                   each array file's size and sha256 (verified by every reader)
         rgb.npy, sphere_mask.npy, ...   one .npy per feature, time first: (T, ...)
     DIR/.tmp-episode-000042-*/     an episode being written; ignored by readers, removed on resume
 
 Arrays are plain ``.npy`` files opened with ``mmap_mode="r"``: a dataset larger than memory can be
 used for training, and nothing is read until an array is indexed.
+
+Episodes are verified, not trusted: opening a dataset checks each episode's files against the sizes and digests
+its info.json records (:func:`episode_damage`); an episode written before they were recorded (grasp_s2r 0.1.0
+before issue 25) is checked by sizes only (each ``.npy`` file whole for the shape its header states, and as long
+as the episode). ``collect`` redoes a damaged episode; every other reader refuses the dataset, naming it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -30,7 +37,7 @@ import numpy as np
 
 from grasp_s2r import __version__
 from grasp_s2r.configs import check_same
-from grasp_s2r.files import ARTIFACT_LOCK, ARTIFACT_MARKER, atomic_write
+from grasp_s2r.files import ARTIFACT_LOCK, ARTIFACT_MARKER, atomic_write, disk_errors
 
 FORMAT_NAME = "grasp_s2r.episodes"
 FORMAT_VERSION = 1
@@ -64,7 +71,7 @@ def init_dataset(root: Path, config: dict[str, Any], features: dict[str, Any], k
     }
     if root.exists() and not root.is_dir():
         raise DatasetError(f"{root} exists and is not a folder")
-    if root.exists() and any(p.name not in (ARTIFACT_MARKER, ARTIFACT_LOCK) for p in root.iterdir()):
+    if root.exists() and any(p.name != ARTIFACT_MARKER and not p.name.startswith(ARTIFACT_LOCK) for p in root.iterdir()):
         old = read_meta(root)
         if old["kind"] != kind:
             raise DatasetError(f"{root} holds a '{old['kind']}' dataset, not '{kind}'")
@@ -104,25 +111,90 @@ def read_meta(root: Path) -> dict[str, Any]:
 
 
 def write_episode(root: Path, index: int, arrays: Mapping[str, np.ndarray], info: dict[str, Any]) -> Path:
-    """Write one episode atomically: into a hidden temp folder, fsync'd, then one rename."""
+    """Write one episode atomically: into a hidden temp folder, fsync'd, its info.json (with each array file's size
+    and sha256) last, then one rename. A full disk is reported naming the episode and the free space."""
     root = Path(root)
     final = root / episode_dirname(index)
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{final.name}-"))
     try:
-        for name, arr in arrays.items():
-            with open(tmp / f"{name}.npy", "wb") as f:
-                np.save(f, np.ascontiguousarray(arr))
+        with disk_errors(final):  # the free space as it was when the write failed
+            os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the dataset from everyone else
+            recorded = {}
+            for name, arr in arrays.items():
+                with open(tmp / f"{name}.npy", "wb") as f:
+                    np.save(f, np.ascontiguousarray(arr))
+                    f.flush()
+                    os.fsync(f.fileno())
+                recorded[name] = {"bytes": (tmp / f"{name}.npy").stat().st_size, "sha256": _digest(tmp / f"{name}.npy")}
+            with open(tmp / "info.json", "w") as f:
+                json.dump({"index": index, **info, "arrays": recorded}, f, indent=2, sort_keys=True)
                 f.flush()
                 os.fsync(f.fileno())
-        with open(tmp / "info.json", "w") as f:
-            json.dump({"index": index, **info}, f, indent=2, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.rename(tmp, final)
+            os.rename(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _digest(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def episode_damage(path: Path, features: Mapping[str, Any] | None = None) -> str | None:
+    """Why the finished episode folder ``path`` is damaged, or None when it is whole: its info.json unreadable, an
+    array missing (of ``features``, the dataset's schema), of another size or digest than recorded, or (an
+    episode that records none) not whole for the shape its header states, or not as long as the episode."""
+    try:
+        info = json.loads((path / "info.json").read_text())
+        length = int(info["length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "info.json missing or unreadable"
+    recorded = info.get("arrays")
+    names = sorted(features) if features else sorted(recorded or (p.stem for p in path.glob("*.npy")))
+    for name in names:
+        f = path / f"{name}.npy"
+        if not f.is_file():
+            return f"{f.name} missing"
+        size = f.stat().st_size
+        if isinstance(recorded, dict) and name in recorded:
+            want = recorded[name]
+            if size != want.get("bytes"):
+                return f"{f.name} has {size} bytes, {want.get('bytes')} recorded"
+            if _digest(f) != want.get("sha256"):
+                return f"{f.name} differs from its recorded sha256"
+            continue
+        try:
+            arr = np.load(f, mmap_mode="r")
+        except (ValueError, OSError, EOFError) as e:
+            return f"{f.name} unreadable ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+        if arr.ndim == 0 or arr.shape[0] != length or size != arr.offset + arr.nbytes:
+            return f"{f.name} holds shape {arr.shape} in {size} bytes, not {length} steps whole"
+    return None
+
+
+def damaged_episodes(root: Path) -> dict[int, str]:
+    """{index: why} of the damaged finished episodes of the dataset ``root`` (:func:`episode_damage`)."""
+    features = read_meta(root).get("features")
+    found = {i: episode_damage(Path(root) / episode_dirname(i), features) for i in finished_indices(root)}
+    return {i: why for i, why in found.items() if why is not None}
+
+
+def remove_damaged(root: Path) -> dict[int, str]:
+    """Remove the damaged finished episodes of ``root`` (to be redone); returns {index: why}."""
+    damaged = damaged_episodes(root)
+    for i in damaged:
+        gone = Path(root) / f".tmp-{episode_dirname(i)}-damaged"
+        os.rename(Path(root) / episode_dirname(i), gone)  # one step: never listed half-removed
+        shutil.rmtree(gone, ignore_errors=True)
+    return damaged
 
 
 class EpisodeWriter:
@@ -217,12 +289,21 @@ class Episode:
 
 
 class EpisodeDataset:
-    """Finished episodes of a dataset folder, in index order; half-written ones are never listed."""
+    """Finished episodes of a dataset folder, in index order; half-written ones are never listed. Verified when
+    opened (``verify``): a damaged episode raises :class:`DatasetError` naming it."""
 
-    def __init__(self, root: str | os.PathLike[str]):
+    def __init__(self, root: str | os.PathLike[str], verify: bool = True):
         self.root = Path(root)
         self.meta = read_meta(self.root)
         self.indices = finished_indices(self.root)
+        if verify:
+            damaged = damaged_episodes(self.root)
+            if damaged:
+                i, why = next(iter(damaged.items()))
+                more = f" (and {len(damaged) - 1} more)" if len(damaged) > 1 else ""
+                redo = ("run the collect command again to redo it" if self.meta.get("kind") == "expert-demonstrations"
+                        else "delete that folder and run the same command again to redo it")
+                raise DatasetError(f"{self.root / episode_dirname(i)} is damaged: {why}{more}; {redo}")
 
     def __len__(self) -> int:
         return len(self.indices)

@@ -23,6 +23,7 @@ from grasp_s2r.data.episodes import (
     EpisodeWriter,
     finished_indices,
     init_dataset,
+    remove_damaged,
     remove_partial,
 )
 from grasp_s2r.files import ArtifactFolder
@@ -54,6 +55,7 @@ def upgrade_dataset(src: Path, out: Path, progress: bool = True) -> int:
     with ArtifactFolder(Path(out), "dataset"):
         init_dataset(out, config, rollout_features(env), DEMONSTRATIONS)
         remove_partial(out)
+        remove_damaged(out)  # written again below
         done, n = set(finished_indices(out)), 0
         with EpisodeWriter(out) as writer:
             for ep in tqdm(list(old), desc="upgrade", unit="ep", disable=not progress):
@@ -81,6 +83,6 @@ def run(args: argparse.Namespace) -> int:
         n = upgrade_dataset(Path(args.dataset), Path(args.out))
     except DatasetError as e:
         raise UsageError(str(e)) from None
-    ds = EpisodeDataset(args.out)
+    ds = EpisodeDataset(args.out, verify=False)  # just written
     print(f"upgrade: {len(ds)} episodes ({n} written this run) in the current layout -> {Path(args.out).resolve()}")
     return 0

@@ -19,6 +19,7 @@ import numpy as np
 
 from grasp_s2r.sim.table_texture import crop_resize
 from grasp_s2r.vision.corpus_manifest import CorpusManifestError, is_corpus, manifest_digest, read_manifest
+from grasp_s2r.vision.folder import quiet_imread
 
 SPLITS = ("train", "heldout")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
@@ -82,7 +83,8 @@ def _is_heldout_file(name: str) -> bool:
 
 def _user_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
-        raise BackgroundError(f"backgrounds folder {directory} does not exist")
+        raise BackgroundError(f"backgrounds folder {directory} " + ("is a file, not a folder of photos"
+                                                                     if directory.exists() else "does not exist"))
     files = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
     if len(files) < 2:
         raise BackgroundError(
@@ -124,7 +126,7 @@ def _corpus_manifest(directory: Path, verify: bool = False) -> dict:
 
 
 def _load_user_photo(path: Path) -> np.ndarray:
-    bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    bgr = quiet_imread(path, cv2.IMREAD_COLOR)
     if bgr is None:
         raise BackgroundError(f"cannot read background image {path} (corrupt or unsupported format)")
     return _as_rgb_uint8(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from grasp_s2r.bounds import require_images
 from grasp_s2r.vision.backgrounds import load_backgrounds
 from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.segmenter import Segmenter, read_checkpoint, write_checkpoint
@@ -83,7 +84,7 @@ def break_even_threshold(proba: np.ndarray, target: np.ndarray) -> tuple[float, 
 def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.n_images,
                          seed: int = CalibrationConfig.seed, data: DataConfig | None = None,
                          backgrounds_dir: Path | None = None, out: Path | str | None = None,
-                         device: Any = None) -> dict[str, Any]:
+                         device: Any = None, progress: bool = True) -> dict[str, Any]:
     """Set the break-even threshold of the checkpoint at ``path`` (written to ``out``, default in place).
 
     Composites: ``n_images`` ``val``-stream items (training photos, augmented as ``data``, default the standard
@@ -97,11 +98,13 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.
     h, w = segmenter.input_hw
     if h != w:
         raise ValueError(f"calibration composites need a square input, got {segmenter.input_hw}")
+    require_images(n_images, h * w, 256)
     dataset = CompositeDataset(env_config=env_config_for(h), data=data,
                                backgrounds=load_backgrounds("train", backgrounds_dir), stream="val", seed=seed,
                                length=CALIBRATION_START + n_images)
     try:
-        images, masks = make_composites(dataset, n_images, desc="calibration composites", start=CALIBRATION_START)
+        images, masks = make_composites(dataset, n_images, desc="calibration composites", start=CALIBRATION_START,
+                                        progress=progress)
     finally:
         dataset.close()
     proba = np.concatenate([segmenter.predict_proba(images[i:i + 256]) for i in range(0, n_images, 256)])

@@ -33,9 +33,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_out(out: Path) -> None:
     """``--out`` must name a file, and not one inside an artifact folder of another kind (a dataset, a DAgger run...):
-    a calibrated segmenter goes beside its training run's files or anywhere outside artifact folders."""
+    a calibrated segmenter goes beside its training run's files or anywhere outside artifact folders. An existing
+    file is replaced only when it is a segmenter checkpoint (a controller checkpoint, a text file are refused)."""
     from grasp_s2r.files import ARTIFACT_KINDS, folder_kind
+    from grasp_s2r.vision.segmenter import CheckpointError, read_checkpoint
 
+    if out.exists() and not out.is_dir():
+        try:
+            read_checkpoint(out)
+        except CheckpointError as e:
+            raise UsageError(f"--out {out} exists and is not a segmenter checkpoint, so it is not replaced; choose "
+                             f"another file ({e})") from None
     if out.is_dir():
         raise UsageError(f"--out {out} is a folder; give the calibrated checkpoint's file name, e.g. {out / 'model.pt'}")
     parent = next((a for a in out.absolute().parents if a.exists()), None)

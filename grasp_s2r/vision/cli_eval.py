@@ -105,37 +105,37 @@ def run(args: argparse.Namespace) -> int:
     if model.is_dir():
         raise UsageError(f"--model {model} is a folder, not a checkpoint file (a training run's is RUN/model.pt)")
     cfg = config_from_options(VisionEvalConfig, args, OPTIONS, suite=suites[0])
-    folder = ArtifactFolder(args.out, "vision-eval")
-    folder.check()  # refuse a folder of another kind before the work, not after it
-    try:
+    # the folder is claimed (created, locked) before the work: an unwritable --out fails now, not after it
+    with ArtifactFolder(args.out, "vision-eval"):
+        try:
+            if len(suites) > 1:
+                report, results = evaluate_suites(model, suites, cfg=cfg, backgrounds_dir=args.backgrounds,
+                                                  device=args.device or None, threshold=args.threshold)
+            else:
+                result = evaluate_segmenter(model, cfg=cfg, data_dir=args.data, backgrounds_dir=args.backgrounds,
+                                            device=args.device or None, threshold=args.threshold)
+                report, results = result.report, {suites[0]: result}
+        except (CheckpointError, DataFolderError, BackgroundError, SuiteError) as e:
+            raise UsageError(str(e)) from None
+        except RuntimeError as e:
+            if args.device and "device" in str(e).lower():
+                raise UsageError(f"bad --device {args.device!r}: {str(e).splitlines()[0]}") from None
+            raise
+        threshold = report["model"]["threshold"]
         if len(suites) > 1:
-            report, results = evaluate_suites(model, suites, cfg=cfg, backgrounds_dir=args.backgrounds,
-                                              device=args.device, threshold=args.threshold)
+            print(format_suite_table(report["suites"], f"eval-vision: {model} (threshold {threshold:.3f}), "
+                                     f"{cfg.n_images} images per suite, {cfg.split} split, seed {cfg.seed}; "
+                                     "latency: batch 1, 1 CPU thread"))
         else:
-            result = evaluate_segmenter(model, cfg=cfg, data_dir=args.data, backgrounds_dir=args.backgrounds,
-                              device=args.device, threshold=args.threshold)
-            report, results = result.report, {suites[0]: result}
-    except (CheckpointError, DataFolderError, BackgroundError, SuiteError) as e:
-        raise UsageError(str(e)) from None
-    except RuntimeError as e:
-        if args.device and "device" in str(e).lower():
-            raise UsageError(f"bad --device {args.device!r}: {str(e).splitlines()[0]}") from None
-        raise
-    threshold = report["model"]["threshold"]
-    if len(suites) > 1:
-        print(format_suite_table(report["suites"], f"eval-vision: {model} (threshold {threshold:.3f}), "
-                                 f"{cfg.n_images} images per suite, {cfg.split} split, seed {cfg.seed}; "
-                                 "latency: batch 1, 1 CPU thread"))
-    else:
-        source = (f"folder {args.data}" if args.data else
-                  f"{cfg.n_images} images of suite {suites[0]} ({SUITES[suites[0]]}), {cfg.split} split, "
-                  f"seed {cfg.seed}")
-        print(format_table(report["metrics"], f"eval-vision: {model} (threshold {threshold:.3f}) on {source}"))
-    by_width = report["by_width"] if len(suites) > 1 else {suites[0]: report["by_width"]}
-    for name, rows in by_width.items():
-        if rows:
-            print(format_width_table(rows, f"by sphere width ({name}): found = at least one sphere pixel predicted"))
-    with folder:
+            source = (f"folder {args.data}" if args.data else
+                      f"{cfg.n_images} images of suite {suites[0]} ({SUITES[suites[0]]}), {cfg.split} split, "
+                      f"seed {cfg.seed}")
+            print(format_table(report["metrics"], f"eval-vision: {model} (threshold {threshold:.3f}) on {source}"))
+        by_width = report["by_width"] if len(suites) > 1 else {suites[0]: report["by_width"]}
+        for name, rows in by_width.items():
+            if rows:
+                print(format_width_table(rows, f"by sphere width ({name}): found = at least one sphere pixel "
+                                               "predicted"))
         report_path = args.out / "metrics.json"
         _write_json(report, report_path)
         print(f"eval-vision: wrote {report_path}")

@@ -242,11 +242,12 @@ class CompositeDataset(Dataset):
 
 
 def make_composites(dataset: CompositeDataset, n: int, desc: str = "compositing",
-                    start: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Items start..start+n-1 of ``dataset`` as (rgb uint8 (n, H, W, 3), mask bool (n, H, W)), with a progress bar."""
+                    start: int = 0, progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Items start..start+n-1 of ``dataset`` as (rgb uint8 (n, H, W, 3), mask bool (n, H, W)), with a progress bar
+    (from 64 items, unless ``progress`` is off)."""
     h, w = dataset.image_hw
     images = np.empty((n, h, w, 3), np.uint8)
     masks = np.empty((n, h, w), bool)
-    for i in tqdm(range(n), desc=desc, unit="img", leave=False, disable=n < 64):
+    for i in tqdm(range(n), desc=desc, unit="img", leave=False, disable=n < 64 or not progress):
         images[i], masks[i] = dataset.sample(start + i)
     return images, masks

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from grasp_s2r.bounds import require_images
 from grasp_s2r.configs import to_dict
 from grasp_s2r.vision.backgrounds import split_names
 from grasp_s2r.vision.folder import load_folder
@@ -104,6 +105,7 @@ def _evaluate_loaded(segmenter: Segmenter, model_path: Path, *, cfg: VisionEvalC
         source: dict[str, Any] = {"kind": "folder", "data_dir": str(Path(data_dir).resolve())}
     else:
         trained_on = segmenter.config["background_split"]["train"]
+        require_images(cfg.n_images, hw[0] * hw[1], cfg.batch_size)  # at the model's own size, before making them
         images, target = heldout_composites(hw, cfg, backgrounds_dir, trained_on)
         names = [f"{cfg.suite}-{cfg.split}-{i:06d}" for i in range(len(images))]
         source = {"kind": "suite", "suite": cfg.suite, "split": cfg.split,

@@ -12,6 +12,9 @@ resolution (area / linear interpolation), masks with nearest-neighbour.
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from pathlib import Path
 
 import cv2
@@ -36,8 +39,26 @@ def _by_stem(directory: Path, suffixes: tuple[str, ...]) -> dict[str, Path]:
     return files
 
 
+_STDERR = threading.Lock()
+
+
+def quiet_imread(path: Path, flags: int) -> np.ndarray | None:
+    """``cv2.imread`` without the decoders' own lines on stderr (libjpeg's "Corrupt JPEG data: ...", OpenCV's
+    warnings): a file that cannot be read is reported in grasp_s2r's one line, by the caller."""
+    with _STDERR:
+        sys.stderr.flush()
+        saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 2)
+            return cv2.imread(str(path), flags)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(null)
+
+
 def _read(path: Path, flags: int) -> np.ndarray:
-    img = cv2.imread(str(path), flags)
+    img = quiet_imread(path, flags)
     if img is None:
         raise DataFolderError(f"cannot read {path} (corrupt or not an image)")
     return img

@@ -34,7 +34,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from grasp_s2r.devices import default_device
-from grasp_s2r.files import atomic_write, file_sha256
+from grasp_s2r.files import atomic_write, file_sha256, torch_load_problem
 from grasp_s2r.vision.model import build_model, to_input_tensor
 
 FORMAT_NAME = "grasp_s2r.segmenter"
@@ -96,7 +96,7 @@ def read_checkpoint(path: Path | str) -> dict[str, Any]:
             warnings.simplefilter("ignore")
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - arbitrary bytes make torch's unpickler raise almost anything
-        raise CheckpointError(f"checkpoint {path} is unreadable or corrupt ({type(e).__name__})") from None
+        raise CheckpointError(f"checkpoint {path} is unreadable or corrupt ({torch_load_problem(path, e)})") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT_NAME:
         raise CheckpointError(f"{path} is not a {FORMAT_NAME} checkpoint")
     if ckpt.get("format_version") != FORMAT_VERSION:

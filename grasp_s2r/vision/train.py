@@ -301,7 +301,8 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
         batches = iter(loader)
     val_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="val",
                                seed=cfg.seed, length=cfg.val_images)
-    val_images, val_masks = make_composites(val_set, cfg.val_images, desc="validation composites")
+    val_images, val_masks = make_composites(val_set, cfg.val_images, desc="validation composites",
+                                           progress=progress)
     val_set.close()
     if not resume:
         save_composite_grid([train_set.sample(i) for i in range(32)], out_dir / "composites.png")
@@ -360,7 +361,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     write_checkpoint(checkpoint(with_optimizer=False), final)
     if cfg.calibration_images:
         cal = calibrate_checkpoint(final, n_images=cfg.calibration_images, seed=cfg.seed, data=cfg.data,
-                                   backgrounds_dir=backgrounds_dir, device=device)
+                                   backgrounds_dir=backgrounds_dir, device=device, progress=progress)
         print(f"train-vision: threshold {cal['threshold']:.3f} (break-even on {cal['n_images']} validation "
               f"composites: precision {cal['precision']:.3f}, recall {cal['recall']:.3f})")
     return final

@@ -1,0 +1,232 @@
+"""Issue 25's table, re-run: nothing overwritten, every size bounded before the work, odd devices and a full disk
+as one line, the minor messages mended. Each row runs the real command (``grasp_s2r.cli.main`` in-process, or the
+``grasp-s2r`` executable where the C libraries' own stderr matters) in an empty working directory. Row 3 (the lock
+race) is tests/test_lock_race.py, row 7 (a damaged episode) tests/test_episode_digests.py."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from grasp_s2r.cli import main
+from grasp_s2r.cpu import available_cores
+from grasp_s2r.vision.segmenter import default_checkpoint_path
+
+CTRL = Path(default_checkpoint_path()).parent / "controller.pt"
+
+
+def refused(capfd, argv: list[str], expected: str, where: Path) -> str:
+    """Run ``argv``: exit 2, one line on stderr holding ``expected``, nothing in ``where``."""
+    before = sorted(where.rglob("*"))
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as e:  # the parser's own refusals
+        code = e.code
+    err = capfd.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2, f"exit {code}: {err}"
+    assert len(lines) == 1, f"not one line: {err!r}"
+    assert expected in lines[0], lines[0]
+    assert sorted(where.rglob("*")) == before, "something was written"
+    return lines[0]
+
+
+@pytest.fixture
+def cwd(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str, read_only: bool = False):
+    """A small file system at ``path`` (needs root, as in CI's container); skips the test elsewhere."""
+    path.mkdir()
+    opts = f"size={size}" + (",ro" if read_only else "")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True, check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=False)
+
+
+# --- row 1: never overwrite what is not ours ---------------------------------------------------------------------
+@pytest.mark.parametrize("victim", ["controller", "text"])
+def test_row1_calibrate_vision_does_not_overwrite_another_file(cwd, capfd, victim):
+    seg = cwd / "seg.pt"
+    shutil.copy(default_checkpoint_path(), seg)
+    target = cwd / "target.pt"
+    if victim == "controller":
+        shutil.copy(CTRL, target)
+    else:
+        target.write_text("my notes\n")
+    before = target.read_bytes()
+    refused(capfd, ["calibrate-vision", "--model", seg, "--out", target, "--n-images", "2"],
+            f"--out {target} exists and is not a segmenter checkpoint, so it is not replaced", cwd)
+    assert target.read_bytes() == before
+
+
+# --- row 2 and 5 (full disk) ------------------------------------------------------------------------------------
+def test_row2_a_full_disk_is_one_line_naming_the_path_and_the_free_space(cwd, capfd):
+    with tmpfs(cwd / "small", "300k") as small:
+        out = small / "demos"
+        code = main(["collect", "--out", str(out), "--episodes", "4", "--max-steps", "20"])
+        stderr = capfd.readouterr().err
+        err = [line for line in stderr.splitlines() if "error:" in line]  # after the progress bar, one line
+        assert code == 2 and len(err) == 1 and "Traceback" not in stderr, stderr
+        assert f"cannot use {out}/episode-0000" in err[0] and "no space left on the device (" in err[0], err[0]
+        assert "free)" in err[0]
+        assert not list(out.glob(".tmp-*")), "a half-written episode was left"
+
+
+# --- rows 4 and 9: workers and threads capped at the cores, the cap said ------------------------------------------
+CAPPED = "--workers 100000 --threads 100000"
+
+
+@pytest.mark.parametrize("line", [
+    f"eval --policy {{ctrl}} --masks gt --episodes 1 --conditions nominal --video 0 --quiet {CAPPED}",
+    ("dagger --out run --rounds 1 --episodes-per-round 1 --eval-episodes 1 --masks gt --no-bc --train-steps 1 "
+     f"--max-steps 5 --quiet {CAPPED}"),
+    ("train-vision --out tv --steps 1 --batch-size 2 --image-size 16 --width 4 --val-every 1 --no-progress "
+     f"{CAPPED}"),
+], ids=["eval", "dagger", "train-vision"])
+def test_rows4_9_workers_and_threads_are_capped_and_said(cwd, capfd, line):
+    code = main(line.format(ctrl=CTRL).split())
+    err = capfd.readouterr().err
+    assert code == 0, err
+    cores = available_cores()
+    assert f"--workers 100000 capped at {cores} (the CPU cores this process may use)" in err
+    assert f"--threads 100000 capped at {cores}" in err
+
+
+# --- rows 5, 6, 8: sizes without an upper bound, odd devices, an empty --out ----------------------------------
+@pytest.mark.parametrize("line, expected", [
+    ("collect --out d --resolution 100000", "--resolution must be in [8, 1024], got 100000"),
+    ("collect --out d --episodes 1000000000000", "--episodes must be in [1, 100000], got 1000000000000"),
+    ("collect --out d --seed 99999999999", "--seed must be in [0, 2147483647]"),
+    ("train-vision --out d --image-size 100000", "--image-size must be in [16, 1024], got 100000"),
+    ("train-vision --out d --batch-size 100000000", "--batch-size must be in [1, 4096], got 100000000"),
+    ("train-vision --out d --batch-size 4096 --image-size 1024 --device cpu", "GB of memory, this machine has"),
+    ("eval-vision --out d --n-images 1000000000", "--n-images must be in [1, 100000], got 1000000000"),
+    ("dagger --out d --rounds 5000", "--rounds must be in [1, 1000], got 5000"),
+    ("train-vision --out d --device meta", "'meta' is not a device this machine runs grasp_s2r on; use one of: cpu"),
+    ("eval --device xla --masks gt", "'xla' is not a device this machine runs grasp_s2r on"),
+    ("eval-vision --out d --device cpu:3", "'cpu:3' is not a device this machine runs grasp_s2r on"),
+    ("collect --out ", "--out: an empty path; name a file or folder"),
+    ("collect --out= --episodes 1", "--out: an empty path"),
+    ("train-vision --out  --steps 1", "--out: an empty path"),
+    ("export  --format robomimic --out x.hdf5", "an empty DATASET path"),
+], ids=lambda v: v if len(v) < 40 else v[:40])
+def test_rows5_6_8_refused_before_anything_is_made(cwd, capfd, line, expected):
+    refused(capfd, line.split(" "), expected, cwd)  # "--out " and a double space: an empty argument
+    assert list(cwd.iterdir()) == []
+
+
+# --- row 10: messages ---------------------------------------------------------------------------------------------
+def test_row10_a_file_as_backgrounds_is_called_a_file(cwd, capfd):
+    (cwd / "photo.png").write_bytes(b"x")
+    refused(capfd, ["train-vision", "--out", "tv", "--steps", "1", "--backgrounds", "photo.png"],
+            "backgrounds folder photo.png is a file, not a folder of photos", cwd)
+
+
+def test_row10_a_text_file_as_policy_says_why(cwd, capfd):
+    (cwd / "text.pt").write_text("hello\n")
+    line = refused(capfd, ["eval", "--policy", "text.pt", "--masks", "gt"],
+                   "text.pt is not a readable controller checkpoint (not a torch file: neither a zip archive nor "
+                   "a pickle)", cwd)
+    assert "(101)" not in line
+
+
+@pytest.mark.parametrize("line", [
+    "calibrate-vision --model {seg} --out {ro}/c.pt --n-images 2",
+    "export {ds} --format robomimic --out {ro}/x.hdf5",
+    "eval-vision --out {ro}/ev --n-images 3000",
+], ids=["calibrate-vision", "export", "eval-vision"])
+def test_row10_11_an_unwritable_out_is_named_as_given_and_found_first(cwd, capfd, line):
+    seg = cwd / "seg.pt"
+    shutil.copy(default_checkpoint_path(), seg)
+    ds = cwd / "ds"
+    if "export" in line:
+        pytest.importorskip("h5py")
+        assert main(["collect", "--out", str(ds), "--episodes", "1", "--max-steps", "5"]) == 0
+        capfd.readouterr()
+    with tmpfs(cwd / "ro", "64k", read_only=True) as ro:
+        t0 = time.perf_counter()
+        code = main(line.format(seg=seg, ro=ro, ds=ds).split())
+        seconds = time.perf_counter() - t0
+        err = capfd.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1, err
+        assert f"cannot use {ro}/" in err[0] and "Read-only file system" in err[0] and ".tmp-" not in err[0], err[0]
+        assert seconds < 20, "the work ran before the --out was tried"  # 3000 images take minutes
+
+
+def test_row10_a_corrupt_jpg_is_one_line(cwd, tmp_path):
+    photos = cwd / "photos"
+    photos.mkdir()
+    for i in range(3):
+        _, buf = cv2.imencode(".jpg", np.random.default_rng(i).integers(0, 255, (64, 64, 3), np.uint8))
+        data = bytearray(buf.tobytes())
+        if i == 1:
+            for j in range(200, 300):
+                data[j] = 0xFF if j % 2 else 0xD9
+            data = data[:300]
+        (photos / f"p{i}.jpg").write_bytes(bytes(data))
+    exe = shutil.which("grasp-s2r")
+    assert exe
+    r = subprocess.run([exe, "train-vision", "--out", "tv", "--steps", "1", "--backgrounds", "photos"],
+                       capture_output=True, text=True, timeout=120, cwd=cwd, check=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert "cannot read background image photos/p1.jpg" in lines[0] and "Corrupt JPEG" not in r.stderr
+    assert not (cwd / "tv").exists()
+
+
+# --- row 11: behaviour --------------------------------------------------------------------------------------------
+def test_row11_no_progress_means_no_bar(cwd, capfd):
+    code = main(["train-vision", "--out", "tv", "--steps", "1", "--batch-size", "2", "--image-size", "16", "--width",
+                 "4", "--threads", "1", "--no-progress", "--calibration-images", "64"])
+    err = capfd.readouterr().err
+    assert code == 0, err
+    assert "it/s" not in err and "img/s" not in err and "composites:" not in err, err
+
+
+def test_row11_dataset_folders_are_readable_by_others(cwd, capfd):
+    assert main(["collect", "--out", "d", "--episodes", "1", "--max-steps", "5"]) == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    for p in [cwd / "d", *(cwd / "d").iterdir()]:
+        want = (0o777 if p.is_dir() else 0o666) & ~umask
+        assert p.stat().st_mode & want == want, (p, oct(p.stat().st_mode))
+
+
+# --- found by tests/test_cli_properties.py: a learning rate of 1e308 made NaN weights, and NaN actions stall -----
+def test_a_huge_lr_is_refused_and_a_nan_controller_is_not_rolled_out(cwd, capfd):
+    import torch
+
+    refused(capfd, ["dagger", "--out", "run", "--lr", "1e308"], "--lr must be at most 10, got 1e+308", cwd)
+    blob = torch.load(CTRL, weights_only=True)
+    first = next(k for k, v in blob["state_dict"].items() if v.is_floating_point())
+    blob["state_dict"][first] = torch.full_like(blob["state_dict"][first], float("nan"))
+    torch.save(blob, cwd / "nan.pt")
+    refused(capfd, ["eval", "--policy", cwd / "nan.pt", "--masks", "gt", "--episodes", "1", "--out", "ev"],
+            "nan.pt holds non-finite weights (a diverged training)", cwd)
+
+
+def test_row2_a_library_write_on_a_full_disk_names_out_and_never_our_temp_folder(cwd, capfd):
+    pytest.importorskip("pyarrow")
+    assert main(["collect", "--out", "ds", "--episodes", "3", "--max-steps", "30"]) == 0
+    with tmpfs(cwd / "small", "200k") as small:
+        capfd.readouterr()
+        code = main(["export", "ds", "--format", "lerobot", "--out", str(small / "lr")])
+        err = capfd.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1, err
+        assert f"cannot use {small}/lr" in err[0] and "no space left on the device (" in err[0], err[0]
+        assert ".tmp-" not in err[0]
