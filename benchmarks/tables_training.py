@@ -28,8 +28,8 @@ def train_vision_speed_table(d: Path) -> str:
                 else "–" for f in figs))
              for setting in figs[0].get("step_all_cores_images_per_s", {})]
     for key, what in (("old", "old: 64 px images, in-process, torch's threads"),
-                      ("new", "new: the defaults (crops, a data worker, one replica per core, channels_last, bf16 "
-                              "where it pays)")):
+                      ("new", ("new: the defaults (crops, a data worker, one replica per core, channels_last, bf16 "
+                              "where it pays)"))):
         rows.append((f"`train-vision` end to end, 2 cores, {what}",
                      *(f"{f['end_to_end'][key]['images_per_s']:.0f} img/s, {f['end_to_end'][key]['megapixels_per_s']:.2f} "
                        f"Mpx/s ({f['end_to_end'][key]['steps']} steps in {f['end_to_end'][key]['seconds']:.0f} s)"

@@ -35,7 +35,7 @@ RANGES: dict[str, tuple[int, int]] = {
     "--batch-size": (1, 4096), "--n-images": (1, 100_000), "--val-images": (1, 100_000),
     "--heldout-images": (1, 100_000), "--calibration-images": (0, 100_000), "--crop-px": (0, 1024),
     "--crops-per-composite": (1, 256), "--ray-actors": (0, 1024), "--workers": (0, 100_000),
-    "--threads": (1, 100_000),
+    "--threads": (1, 100_000), "--replicas": (1, 100_000),
 }
 """Option -> (least, most) accepted, the same for every command that has it (``--workers 0``: in-process, where a
 command allows it; its own parser refuses it elsewhere)."""
@@ -87,11 +87,12 @@ def _cap_cores(command: str, args: argparse.Namespace) -> None:
         args.workers = cores
         print(f"grasp-s2r {command}: --workers {workers} capped at {cores} (the CPU cores this process may use)",
               file=sys.stderr)
-    threads = getattr(args, "threads", None)
-    if isinstance(threads, int) and threads > cores:
-        args.threads = cores
-        print(f"grasp-s2r {command}: --threads {threads} capped at {cores} (the CPU cores this process may use)",
-              file=sys.stderr)
+    for name in ("threads", "replicas"):
+        asked = getattr(args, name, None)
+        if isinstance(asked, int) and asked > cores:
+            setattr(args, name, cores)
+            print(f"grasp-s2r {command}: --{name} {asked} capped at {cores} (the CPU cores this process may use)",
+                  file=sys.stderr)
 
 
 _CONFIGS = {  # command -> its config dataclass, whose defaults stand in for the options left out

@@ -107,6 +107,15 @@ def test_rows4_9_workers_and_threads_are_capped_and_said(cwd, capfd, line):
     assert f"--threads 100000 capped at {cores}" in err
 
 
+def test_train_vision_replicas_are_capped_at_the_cores_and_said(cwd, capfd):
+    line = "train-vision --out tv --steps 1 --batch-size 2 --image-size 16 --width 4 --val-every 1 --no-progress " \
+           "--replicas 100000"
+    code = main(line.split())
+    err = capfd.readouterr().err
+    assert code == 0, err
+    assert f"--replicas 100000 capped at {available_cores()}" in err
+
+
 # --- rows 5, 6, 8: sizes without an upper bound, odd devices, an empty --out ----------------------------------
 @pytest.mark.parametrize("line, expected", [
     ("collect --out d --resolution 100000", "--resolution must be in [8, 1024], got 100000"),
