@@ -43,7 +43,7 @@ ARMS = {
     "+ size-balanced loss": ["--size-balanced"],
     "+ wider look": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15", "--shadow-sigma",
                      "0.2,3"],
-    "+ wider look, size-balanced": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15",
+    "+ wider look + size-balanced": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15",
                                     "--shadow-sigma", "0.2,3", "--size-balanced"],
     "+ corpus photos": ["--backgrounds", "{corpus}"],
 }
