@@ -58,7 +58,7 @@ SMALL = {  # option -> valid values that keep a run short
     "--conditions": ["nominal", "nominal,perturbation"], "--eval-conditions": ["nominal"],
     "--mix": ["photo=0.5", "flat=0"], "--affine-scale": ["0.8,1.2"], "--dilations": ["1", "1,2"],
     "--cnn-channels": ["4"], "--suite": ["sim"], "--task": ["pick up the sphere"], "--device": ["cpu", ""],
-    "--backend": ["local"], "--amp": ["off"],
+    "--backend": ["local"], "--amp": ["off"], "--packages": ["pybullet", "pybullet,scikit-learn"],
 }
 """Valid values; a float option not named here draws from 0, 0.1, 0.5, 1."""
 HOSTILE_CHOICE = ["bogus", ""]
@@ -78,9 +78,10 @@ BASE = {  # a short run, whatever is drawn on top (argparse: the last value of a
     "pipeline": "--out out --workers 1 --demo-episodes 1 --vision-steps 1 --dagger-rounds 1 --eval-episodes 1",
     "export": "{ds} --format robomimic --out out.hdf5",
     "upgrade": "{ds} --out out",
+    "backgrounds": "--out out --packages pybullet --no-progress",
 }
 EXAMPLES = {"collect": 12, "train-vision": 10, "eval-vision": 10, "calibrate-vision": 8, "train-gripper": 6, "dagger": 6,
-            "eval": 10, "pipeline": 6, "export": 10, "upgrade": 6}
+            "eval": 10, "pipeline": 6, "export": 10, "upgrade": 6, "backgrounds": 6}
 """Examples a command (the ``ci`` profile): what the suite's budget affords, the slow commands fewest."""
 
 
@@ -129,7 +130,8 @@ def option_values(command: str, f: dict[str, str]) -> tuple[list[tuple[str, st.S
         kind = getattr(a.type, "__name__", "")
         if a.choices:
             valid, bad = [c for c in a.choices if c != "ray"], HOSTILE_CHOICE
-        elif flag in ("--model", "--vision", "--policy", "--init", "--demos", "--out", "--data", "--backgrounds"):
+        elif flag in ("--model", "--vision", "--policy", "--init", "--demos", "--out", "--data", "--backgrounds",
+                      "--debs", "--cache", "--allowlist"):
             valid, bad = _paths(command, flag, f)
         elif kind in ("positive_int", "non_negative_int", "int"):
             valid, bad = SMALL.get(flag, ["1"]), HOSTILE_INT

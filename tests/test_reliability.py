@@ -451,6 +451,14 @@ CASES = [
     ("export {ds} --format robomimic --out {txt}", "is not an earlier robomimic export"),
     ("export {ds} --format robomimic --out {ds}", "is not an earlier robomimic export"),
     ("export {ds} --format lerobot --out /proc/grasp-s2r-test", "cannot use /proc/"),
+    # --- backgrounds
+    ("backgrounds", "the following arguments are required: --out"),
+    ("backgrounds --out new --packages kde-wallpapers", "is reserved for an independent test"),
+    ("backgrounds --out new --packages bogus", "no allowlist for bogus"),
+    ("backgrounds --out {txt} --packages pybullet", "already exists; remove it or choose another --out"),
+    ("backgrounds --out new --debs missing", "--debs missing is not a folder"),
+    ("backgrounds --out new --allowlist {txt}", "not a JSON allowlist"),
+    ("backgrounds --out new --format gif", "invalid choice: 'gif'"),
     # --- upgrade
     ("upgrade --out new", "the following arguments are required: DATASET"),
     ("upgrade {ds}", "the following arguments are required: --out"),
