@@ -2,7 +2,8 @@
 
     python benchmarks/bench_train_vision.py [--steps 300] [--no-amx] [--skip-end-to-end]
 
-Prints, and writes to ``benchmarks/results/bench_train_vision[-noamx].json``:
+Prints, and writes to ``benchmarks/results/bench_train_vision[-noamx].json`` (``-noamx`` on a CPU without AMX, or
+with ``--no-amx``):
 - the CPU: its name, cores, AVX-512 BF16 and AMX as oneDNN may use them;
 - composition, one core: composites/s of the training recipe (render shared by ``renders_per_view`` composites,
   background, paste, augment) and crops/s (``crops_per_composite`` 32 px crops cut from each);
@@ -189,7 +190,7 @@ def main() -> None:
         new = end_to_end("new: defaults (crops, worker, replicas, channels_last)", new_cfg, "auto", None, None)
         figures["end_to_end"] = {"old": old, "new": new, "speedup_images": new["images_per_s"] / old["images_per_s"],
                                  "speedup_pixels": new["megapixels_per_s"] / old["megapixels_per_s"]}
-    write_results(args.json, "bench_train_vision", figures, args, "noamx" if args.no_amx else "")
+    write_results(args.json, "bench_train_vision", figures, args, "" if cpu.amx_bf16 else "noamx")
     if "end_to_end" in figures:
         e = figures["end_to_end"]
         print(f"pixels the step consumed: {e['speedup_pixels']:.1f}× as many per second")

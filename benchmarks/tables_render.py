@@ -35,7 +35,7 @@ COMMANDS = {
     "bench_camera_mount": "python benchmarks/bench_camera_mount.py",
     "bench_gripper_head": "python benchmarks/bench_gripper_head.py",
     "bench_train_vision": "python benchmarks/bench_train_vision.py --steps 300",
-    "bench_train_vision-noamx": "python benchmarks/bench_train_vision.py --no-amx --steps 300",
+    "bench_train_vision-noamx": "python benchmarks/bench_train_vision.py --steps 300  # on a CPU without AMX (or --no-amx)",
     "train_vision_budget": "python benchmarks/train_vision_budget.py --no-amx",
     "crop_recipe": "python benchmarks/crop_recipe.py",
     "ablate_vision-look": "python benchmarks/ablate_vision.py --out runs/look --steps 600 --lr 3e-4 --parallel 2 "

@@ -60,7 +60,7 @@ def score(suites: dict) -> float:
 
 def main() -> int:
     args = _parse()
-    variant = "noamx" if args.no_amx else ""
+    variant = "" if cpu_info().amx_bf16 else "noamx"  # a CPU without AMX, or --no-amx
     speed = load_results(default_json("bench_train_vision", variant))["figures"]["end_to_end"]
     cpu = cpu_info()
     print(f"CPU: {cpu.describe()}; budget {args.minutes:g} min a setting", flush=True)
