@@ -33,10 +33,13 @@ from tqdm import tqdm
 
 from grasp_s2r import GYM_ENV_ID, __version__
 from grasp_s2r.data.episodes import DatasetError, Episode, EpisodeDataset
-from grasp_s2r.files import ArtifactError, folder_kind
+from grasp_s2r.files import ArtifactError, default_mode, folder_kind
 from grasp_s2r.options import UsageError
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES, STATE_NAMES
+
+RESUME_HINT = "nothing half-made was left (the export appears whole or not at all): run the same command again"
+"""What an interrupted ``grasp-s2r`` run of this command says (``cli.main``)."""
 
 FORMATS = ("lerobot", "robomimic")
 EXPORT_FORMAT_VERSION = 2
@@ -180,6 +183,7 @@ def export_robomimic(src: Source, out: Path, *, next_obs: bool = True, overwrite
     fd, tmp_name = tempfile.mkstemp(dir=out.parent, prefix=f".tmp-{out.name}-", suffix=".hdf5")
     os.close(fd)
     tmp = Path(tmp_name)
+    os.chmod(tmp, default_mode(folder=False))
     total, success, learner = 0, [], learner_queried(src)
     try:
         with h5py.File(tmp, "w") as f:

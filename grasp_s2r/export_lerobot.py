@@ -22,6 +22,7 @@ features. Stats per feature: min, max, mean, std, count and the quantiles q01 ..
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from fractions import Fraction
@@ -43,7 +44,7 @@ from grasp_s2r.export import (
     require,
     step_arrays,
 )
-from grasp_s2r.files import ArtifactFolder
+from grasp_s2r.files import ArtifactFolder, default_mode
 from grasp_s2r.sim.env import PROPRIO_NAMES, STATE_NAMES
 
 CODEBASE_VERSION = "v3.0"
@@ -263,6 +264,7 @@ def export_lerobot(src: Source, out: Path, *, overwrite: bool = False, task: str
     check_out(out, "lerobot", overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".tmp-{out.name}-"))
+    os.chmod(tmp, default_mode(folder=True))
     learner = learner_queried(src)
     feats = features(src, learner, video)
     fps = lerobot_fps(src)

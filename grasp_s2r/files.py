@@ -99,6 +99,28 @@ def disk_errors(path: Path | str) -> Iterator[None]:
         raise new from None
 
 
+def default_mode(folder: bool) -> int:
+    """The permissions a file (or folder) created by ``open`` (``mkdir``) gets under this process's umask, for the
+    temp files and folders that become artifacts: ``mkstemp``'s 0600 and ``mkdtemp``'s 0700 would hide them from
+    everyone else."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return (0o777 if folder else 0o666) & ~mask
+
+
+def check_writable(path: Path | str) -> None:
+    """Raise an OSError naming ``path`` when no file can be created where it would go (a read-only file system, a
+    folder without write permission): checked before long work, so that it fails at once rather than after it. The
+    probe is a temp file in the nearest existing folder of ``path``'s, removed at once."""
+    path = Path(path)
+    where = next((a for a in path.absolute().parents if a.exists()), Path("/"))
+    try:
+        with tempfile.TemporaryFile(dir=where, prefix=".tmp-probe-"):
+            pass
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(path)) from None
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temp file + rename (readers see the old or the new file, whole). A full
     disk or a refused place is an OSError naming ``path`` (and the free space), never the temp file."""
@@ -252,8 +274,8 @@ class ArtifactFolder:
         can never both own it (``tests/test_lock_race.py``)."""
         lock = self.path / ARTIFACT_LOCK
         tmp = self.path / f"{ARTIFACT_LOCK}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
-        try:
+        try:  # the temp file goes again whatever fails, its own write on a full disk included
+            tmp.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
             with _folder_mutex(self.path):
                 if lock.exists():
                     self._judge(lock)  # raises unless its owner is provably gone

@@ -6,6 +6,7 @@ race) is tests/test_lock_race.py, row 7 (a damaged episode) tests/test_episode_d
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import re
 import shutil
@@ -245,3 +246,81 @@ def test_row2_a_library_write_on_a_full_disk_names_out_and_never_our_temp_folder
         assert code == 2 and len(err) == 1, err
         assert f"cannot use {small}/lr" in err[0] and "no space left on the device (" in err[0], err[0]
         assert ".tmp-" not in err[0]
+
+
+# --- found by re-running the table (issue 25's closing check) ------------------------------------------------------
+def test_a_disk_full_from_the_start_leaves_no_lock_temp_file_and_no_folder(cwd, capfd):
+    with tmpfs(cwd / "tiny", "4k") as tiny:
+        filler = tiny / "filler"
+        with contextlib.suppress(OSError), filler.open("wb") as f:
+            f.write(b"\0" * 65536)  # fill it: the lock's own temp file cannot be written
+        refused(capfd, ["collect", "--out", tiny / "ds", "--episodes", "2"], "no space left on the device", tiny)
+        assert sorted(p.name for p in tiny.iterdir()) == ["filler"]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbled"])
+def test_a_partly_decodable_jpg_is_refused_not_trained_on(cwd, damage):
+    """libjpeg decodes a truncated or garbled JPEG into an image with a grey or scrambled part, and ``cv2.imread``
+    returns it: the decoder's warning makes it a damaged file, refused in one line like one that does not decode."""
+    from skimage import data
+
+    photos = cwd / "photos"
+    photos.mkdir()
+    ok, buf = cv2.imencode(".jpg", data.astronaut()[..., ::-1])
+    assert ok
+    good = buf.tobytes()
+    for i in range(4):
+        (photos / f"p{i}.jpg").write_bytes(good)
+    from grasp_s2r.vision.backgrounds import split_names
+
+    victim = split_names(photos)["train"][0]  # a training photo: the ones train-vision reads
+    bad = bytearray(good)
+    if damage == "truncated":
+        bad = bad[: len(bad) // 2]
+    else:
+        for j in range(len(bad) // 2, len(bad) // 2 + 400):
+            bad[j] = (bad[j] * 7 + 13) % 256
+    (photos / victim).write_bytes(bytes(bad))
+    assert cv2.imread(str(photos / victim)) is not None  # OpenCV alone returns the damaged image
+    exe = shutil.which("grasp-s2r")
+    assert exe
+    r = subprocess.run([exe, "train-vision", "--out", "tv", "--steps", "1", "--backgrounds", "photos"],
+                       capture_output=True, text=True, timeout=120, cwd=cwd, check=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert f"cannot read background image photos/{victim}" in lines[0] and "JPEG" not in lines[0]
+    assert not (cwd / "tv").exists()
+
+
+def test_calibrate_vision_tries_an_unwritable_out_before_the_work(cwd, capfd):
+    with tmpfs(cwd / "ro", "64k", read_only=True) as ro:
+        t0 = time.perf_counter()
+        code = main(["calibrate-vision", "--model", str(default_checkpoint_path()), "--out", str(ro / "seg.pt"),
+                     "--n-images", "3000"])
+        seconds = time.perf_counter() - t0
+        err = capfd.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1, err
+        assert f"cannot use {ro}/seg.pt: Read-only file system" in err[0], err[0]
+        assert seconds < 20, "the calibration ran before the --out was tried"  # 3000 images take minutes
+
+
+@pytest.mark.parametrize("fmt", ["robomimic", "lerobot"])
+def test_exports_are_readable_by_others(cwd, capfd, fmt):
+    pytest.importorskip("h5py" if fmt == "robomimic" else "pyarrow")
+    assert main(["collect", "--out", "d", "--episodes", "1", "--max-steps", "5"]) == 0
+    out = cwd / ("x.hdf5" if fmt == "robomimic" else "lr")
+    assert main(["export", "d", "--format", fmt, "--out", str(out)]) == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    for p in [out, *(out.rglob("*") if out.is_dir() else [])]:
+        want = (0o777 if p.is_dir() else 0o666) & ~umask
+        assert p.stat().st_mode & want == want, (p, oct(p.stat().st_mode))
+
+
+def test_an_interrupt_says_what_is_kept(monkeypatch, capfd):
+    """Commands that keep nothing of an interrupted run do not say "finished work is kept"."""
+    from grasp_s2r import cli
+
+    for command in ("eval-vision", "calibrate-vision", "export"):
+        module = importlib.import_module(cli.COMMANDS[command][0])
+        assert getattr(module, "RESUME_HINT", cli.RESUME_HINT) != cli.RESUME_HINT, command

@@ -37,7 +37,7 @@ import numpy as np
 
 from grasp_s2r import __version__
 from grasp_s2r.configs import check_same
-from grasp_s2r.files import ARTIFACT_LOCK, ARTIFACT_MARKER, atomic_write, disk_errors
+from grasp_s2r.files import ARTIFACT_LOCK, ARTIFACT_MARKER, atomic_write, default_mode, disk_errors
 
 FORMAT_NAME = "grasp_s2r.episodes"
 FORMAT_VERSION = 1
@@ -118,7 +118,7 @@ def write_episode(root: Path, index: int, arrays: Mapping[str, np.ndarray], info
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{final.name}-"))
     try:
         with disk_errors(final):  # the free space as it was when the write failed
-            os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 would hide the dataset from everyone else
+            os.chmod(tmp, default_mode(folder=True))
             recorded = {}
             for name, arr in arrays.items():
                 with open(tmp / f"{name}.npy", "wb") as f:
@@ -136,11 +136,6 @@ def write_episode(root: Path, index: int, arrays: Mapping[str, np.ndarray], info
         raise
     return final
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _digest(path: Path) -> str:

@@ -16,6 +16,9 @@ from grasp_s2r.options import (
 )
 from grasp_s2r.vision.calibrate import CalibrationConfig
 
+RESUME_HINT = "nothing was written (the checkpoint is written at the end): run the same command again"
+"""What an interrupted ``grasp-s2r`` run of this command says (``cli.main``)."""
+
 OPTIONS = (
     Option("--model", "segmenter checkpoint to calibrate", "model", required=True),
     Option("--out", "write the calibrated checkpoint here", "out", show=lambda o: o or "rewrite --model in place"),
@@ -56,6 +59,7 @@ def check_out(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from grasp_s2r.files import check_writable
     from grasp_s2r.vision.backgrounds import BackgroundError
     from grasp_s2r.vision.calibrate import calibrate_checkpoint
     from grasp_s2r.vision.segmenter import CheckpointError, read_checkpoint
@@ -66,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--model {model} is a folder, not a checkpoint file (a training run's is RUN/model.pt)")
     if out is not None:
         check_out(out)
+    check_writable(out or model)  # an unwritable place fails now, not after the calibration
     try:
         before = float(read_checkpoint(model).get("threshold", 0.5))
         cal = calibrate_checkpoint(model, n_images=cfg.n_images, seed=cfg.seed, out=out, device=cfg.device or None,

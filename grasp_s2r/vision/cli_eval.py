@@ -28,6 +28,9 @@ from grasp_s2r.vision.metrics import format_suite_table, format_table, format_wi
 from grasp_s2r.vision.segmenter import CheckpointError, check_threshold, default_checkpoint_path
 from grasp_s2r.vision.suites import SUITE_ALL, SUITES, SuiteError, resolve_suites
 
+RESUME_HINT = "an evaluation keeps no partial results: run the same command again"
+"""What an interrupted ``grasp-s2r`` run of this command says (``cli.main``)."""
+
 OPTIONS = (
     Option("--split", "heldout: held-out photos and seeds, to report on; val: training photos and validation "
            "seeds, to choose recipes and thresholds on", "split"),

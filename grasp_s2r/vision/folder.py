@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -42,19 +43,28 @@ def _by_stem(directory: Path, suffixes: tuple[str, ...]) -> dict[str, Path]:
 _STDERR = threading.Lock()
 
 
+_DAMAGED_IMAGE = ("Corrupt JPEG data", "Premature end of JPEG file", "JPEG datastream contains no image",
+                  "libpng error", "CRC error")
+"""What the decoders print when they return a partly decoded image of a damaged file (a truncated or garbled
+JPEG decodes to an image with a grey or scrambled part, and ``cv2.imread`` returns it)."""
+
+
 def quiet_imread(path: Path, flags: int) -> np.ndarray | None:
     """``cv2.imread`` without the decoders' own lines on stderr (libjpeg's "Corrupt JPEG data: ...", OpenCV's
-    warnings): a file that cannot be read is reported in grasp_s2r's one line, by the caller."""
-    with _STDERR:
+    warnings): a file that cannot be read, or that the decoder reports damaged (:data:`_DAMAGED_IMAGE`) though it
+    returned an image, gives None, and the caller reports it in grasp_s2r's one line."""
+    with _STDERR, tempfile.TemporaryFile() as said:
         sys.stderr.flush()
-        saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+        saved = os.dup(2)
         try:
-            os.dup2(null, 2)
-            return cv2.imread(str(path), flags)
+            os.dup2(said.fileno(), 2)
+            img = cv2.imread(str(path), flags)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
-            os.close(null)
+        said.seek(0)
+        text = said.read().decode(errors="replace")
+    return None if any(m in text for m in _DAMAGED_IMAGE) else img
 
 
 def _read(path: Path, flags: int) -> np.ndarray:
