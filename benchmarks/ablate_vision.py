@@ -46,6 +46,9 @@ ARMS = {
     "+ wider look + size-balanced": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15",
                                     "--shadow-sigma", "0.2,3", "--size-balanced"],
     "+ corpus photos": ["--backgrounds", "{corpus}"],
+    "+ grey colours + corpus": ["--grey-prob", "0.3", "--backgrounds", "{corpus}"],
+    "+ wider look + corpus": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15",
+                              "--shadow-sigma", "0.2,3", "--backgrounds", "{corpus}"],
 }
 """Arm name -> ``train-vision`` options on top of the recipe."""
 COLUMNS = ("precision", "recall", "found_rate", "false_detection_rate")
@@ -73,6 +76,9 @@ def main() -> None:
     p.add_argument("--parallel", type=int, default=len(ARMS), help="arms trained at once (default: all)")
     p.add_argument("--arms", default=",".join(ARMS), help="comma-separated arm names (default: all)")
     p.add_argument("--device", default=None, help="torch device of the arms (default: cuda when present)")
+    p.add_argument("--amp", choices=("auto", "on", "off"), default=None,
+                   help="train-vision --amp of every arm (default: its own, auto: a probe under the arms' shared load "
+                        "can choose differently per arm; on or off compares them at one precision)")
     p.add_argument("--workers", type=int, default=1, help="DataLoader workers per arm (default: 1)")
     p.add_argument("--keep-models", type=Path, default=None, help="also copy each arm's model.pt here")
     p.add_argument("--corpus", type=Path, default=None,
@@ -89,6 +95,7 @@ def main() -> None:
         sys.exit(f"ablate_vision: arms {needs} need --corpus (a 'grasp-s2r backgrounds' folder)")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     device = ["--device", args.device] if args.device else []
+    amp = ["--amp", args.amp] if args.amp else []
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     pending, running, done = list(arms), {}, {}
@@ -99,7 +106,7 @@ def main() -> None:
             cmd = [sys.executable, "-m", "grasp_s2r", "train-vision", "--out", str(run), "--init", str(init),
                    "--steps", str(args.steps), "--batch-size", str(args.batch_size), "--lr", str(args.lr),
                    "--workers", str(args.workers), "--threads", "1", "--no-progress", "--val-every", str(args.steps),
-                   *device, *(str(args.corpus) if o == "{corpus}" else o for o in ARMS[arm])]
+                   *device, *amp, *(str(args.corpus) if o == "{corpus}" else o for o in ARMS[arm])]
             log = open(args.out / f"{_slug(arm)}.log", "w")  # noqa: SIM115 - closed when the process ends
             running[arm] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log)
             print(f"[{time.perf_counter() - t0:6.0f} s] started {arm}", flush=True)
@@ -139,7 +146,7 @@ def main() -> None:
     best = max(rows, key=lambda a: worst(rows[a]))
     print(f"best arm by the selection rule (largest worst precision-or-recall over {', '.join(SELECT_SUITES)}): {best}")
     figures = {"best_arm": best, "selection_rule": f"max of min(precision, recall) over {list(SELECT_SUITES)}",
-               "workers": args.workers, "init": str(init), "steps": args.steps, "batch_size": args.batch_size,
+               "workers": args.workers, "amp": args.amp, "init": str(init), "steps": args.steps, "batch_size": args.batch_size,
                "lr": args.lr, "split": "val",
                "n_images": args.n_images, "arms": {a: ARMS[a] for a in rows}, "suites": rows}
     (args.out / "ablation.json").write_text(json.dumps(figures, indent=2))
