@@ -43,15 +43,19 @@ class Precision:
         return f"{self.name} ({self.reason})"
 
 
-def time_steps(model: nn.Module, step: Callable[[nn.Module, bool], None], bf16: bool, repeats: int = 3) -> float:
-    """Seconds of one training step (median of ``repeats`` after one warm-up) of ``step(model, bf16)``."""
-    step(model, bf16)
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        step(model, bf16)
-        times.append(time.perf_counter() - t)
-    return sorted(times)[len(times) // 2]
+def probe_bf16_gain(model: nn.Module, step: Callable[[nn.Module, bool], None], rounds: int = 4) -> float:
+    """fp32's step time over bf16's for ``step(model, bf16)``: one warm-up each, then ``rounds`` of one fp32 and one
+    bf16 step in turn, the fastest of each. Taking turns and the fastest keep another process's load (a data
+    worker, a second training run) from deciding: it slows both settings' slow steps, not their fastest."""
+    step(model, False)
+    step(model, True)
+    best = {False: float("inf"), True: float("inf")}
+    for _ in range(rounds):
+        for bf16 in (False, True):
+            t = time.perf_counter()
+            step(model, bf16)
+            best[bf16] = min(best[bf16], time.perf_counter() - t)
+    return best[False] / max(best[True], 1e-9)
 
 
 def choose_precision(amp: str, device: torch.device, model: nn.Module | None = None,
@@ -76,9 +80,7 @@ def choose_precision(amp: str, device: torch.device, model: nn.Module | None = N
     hardware = "AMX" if cpu.amx_bf16 else "AVX-512 BF16"
     if model is None or step is None:
         return Precision(True, hardware)
-    probe = copy.deepcopy(model)
-    fp32_s, bf16_s = time_steps(probe, step, False), time_steps(probe, step, True)
-    gain = fp32_s / max(bf16_s, 1e-9)
+    gain = probe_bf16_gain(copy.deepcopy(model), step)
     return Precision(gain >= BF16_MIN_GAIN, f"{hardware}; probed step bf16 {gain:.2f}x fp32's speed")
 
 
