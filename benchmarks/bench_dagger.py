@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from results_io import RESULTS_DIR, add_json_argument, write_results
 
-from grasp_s2r.control import cli_dagger
+from grasp_s2r.commands import dagger as cli_dagger
 from grasp_s2r.control.curves import best_round
 from grasp_s2r.control.dagger import run_dagger
 from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy

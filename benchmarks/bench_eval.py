@@ -19,7 +19,7 @@ from pathlib import Path
 from results_io import RESULTS_DIR, add_json_argument, write_results
 
 from grasp_s2r.agent import default_controller_path
-from grasp_s2r.control import cli_eval
+from grasp_s2r.commands import eval as cli_eval
 from grasp_s2r.control.evaluate import evaluate_policy, results_table
 
 TARGETS = {"nominal": 0.95, "heldout-backgrounds": 0.95, "table-photo": 0.95, "sim-render": 0.95,

@@ -14,7 +14,7 @@ import argparse
 import torch
 from results_io import add_json_argument, default_json, write_results
 
-from grasp_s2r.vision.gripper_train import evaluate_head, format_metrics
+from grasp_s2r.vision.training.gripper_train import evaluate_head, format_metrics
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ import torch
 from results_io import add_json_argument, write_results
 
 from grasp_s2r import pipeline
+from grasp_s2r.commands import pipeline as pipeline_command
 
 TARGET_MINUTES = 15.0
 TARGET_SUCCESS = {"heldout-backgrounds": 0.93, "table-photo": 0.93}
@@ -34,11 +35,11 @@ TARGET_VISION = 0.93
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    pipeline.add_arguments(parser)
+    pipeline_command.add_arguments(parser)
     add_json_argument(parser, "bench_pipeline")
     isa_cap.add_argument(parser)
     args = parser.parse_args(argv)
-    summary = pipeline.run_pipeline(pipeline.config_from_args(args))
+    summary = pipeline.run_pipeline(pipeline_command.config_from_args(args))
 
     seconds = summary["seconds"]
     minutes = sum(seconds.values()) / 60.0

@@ -10,7 +10,7 @@ with ``--no-amx``):
 - the network's training step (forward, backward, AdamW) on one thread, images/s, for each of: 64 px images fp32
   (NCHW, batch 32: the old default), channels_last, bf16 autocast, both; 32 px crops (batch 128) likewise; then on
   all cores, 32 px crops channels_last: torch's intra-op threads against one replica of the network per core;
-- ``train-vision`` end to end on all cores (``grasp_s2r.vision.train.train`` from random weights, ``--steps`` steps,
+- ``train-vision`` end to end on all cores (``grasp_s2r.vision.training.train.train`` from random weights, ``--steps`` steps,
   the whole call timed: validation composites, worker start, precision probe, validation and checkpoints included):
   *old* = whole 64 px images, composites made in-process, torch's threads, bf16 only with AMX (the settings before
   crop training); *new* = the defaults (32 px crops then 10 % of the steps on whole images, composites in a worker
@@ -42,12 +42,12 @@ from results_io import write_results
 from grasp_s2r.cpu import cpu_info
 from grasp_s2r.replica_step import ReplicaStep
 from grasp_s2r.train_speed import StepThreads
-from grasp_s2r.vision.backgrounds import load_backgrounds
-from grasp_s2r.vision.crops import CropConfig, crop_windows, cut
-from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, env_config_for
-from grasp_s2r.vision.model import build_model
-from grasp_s2r.vision.train import train
-from grasp_s2r.vision.train_config import SegmenterTrainConfig, segmentation_loss
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.crops import CropConfig, crop_windows, cut
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, CompositeDataset, env_config_for
+from grasp_s2r.vision.networks.model import build_model
+from grasp_s2r.vision.training.train import train
+from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, segmentation_loss
 
 
 def _parse() -> argparse.Namespace:

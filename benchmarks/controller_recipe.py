@@ -25,7 +25,7 @@ from results_io import REPO, add_json_argument, write_results
 from validation import TRAIN_PHOTO_CONDITIONS, validate
 
 from grasp_s2r.cli import build_parser
-from grasp_s2r.control import cli_dagger
+from grasp_s2r.commands import dagger as cli_dagger
 from grasp_s2r.control.dagger import DaggerConfig, run_dagger
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.files import atomic_write, file_sha256

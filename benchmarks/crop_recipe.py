@@ -28,9 +28,9 @@ from pathlib import Path
 
 from results_io import write_results
 
-from grasp_s2r.vision.evaluate import VisionEvalConfig, evaluate_suites
-from grasp_s2r.vision.segmenter import default_checkpoint_path
-from grasp_s2r.vision.train import SegmenterTrainConfig, train
+from grasp_s2r.vision.evaluation.evaluate import VisionEvalConfig, evaluate_suites
+from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
+from grasp_s2r.vision.training.train import SegmenterTrainConfig, train
 
 SUITES = ("composites", "sim", "painted")
 CANDIDATES = {  # name -> SegmenterTrainConfig overrides

@@ -13,7 +13,7 @@ from typing import Any
 from tables_render import load, load_transcribed, md_table, not_measured, provenance
 
 from grasp_s2r.stats import format_difference, format_rate
-from grasp_s2r.vision.metrics import format_suite_table, format_table
+from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table
 
 EVAL_VISION_TITLE = ("eval-vision: .../grasp_s2r/weights/segmenter_64px.pt (threshold {threshold:.3f}) on {n} images "
                      "of suite composites (held-out photos + pasted sim sphere, with the training augmentation), "

@@ -36,8 +36,8 @@ import matplotlib.pyplot as plt
 from results_io import REPO, default_json, load_results, write_results
 
 from grasp_s2r.cpu import cpu_info
-from grasp_s2r.vision.evaluate import VisionEvalConfig, evaluate_suites
-from grasp_s2r.vision.train import SegmenterTrainConfig, train
+from grasp_s2r.vision.evaluation.evaluate import VisionEvalConfig, evaluate_suites
+from grasp_s2r.vision.training.train import SegmenterTrainConfig, train
 
 
 def _parse() -> argparse.Namespace:

@@ -116,3 +116,27 @@ def test_the_import_graph_has_no_cycle() -> None:
     assert len(graph) > 50 and "grasp_s2r.control.dagger" in graph["grasp_s2r.cli"] | set().union(*graph.values())
     cycle = find_cycle(graph)
     assert not cycle, "import circle: " + " -> ".join(cycle)
+
+
+TEST_ONLY = "grasp_s2r.vision.testsets"
+"""The held-out test suites and the painted renderer (``testsets/painted.py``): images that measure, never train."""
+TRAINING_SIDE = ("grasp_s2r.vision.images", "grasp_s2r.vision.training")
+
+
+def test_training_never_imports_the_test_only_renderers() -> None:
+    """No module that makes training images or trains a network reaches ``vision/testsets`` (the painted renderer
+    among them), directly or through any chain of imports: a test image can never become a training image."""
+    graph = import_graph()
+    assert f"{TEST_ONLY}.painted" in graph
+    offenders = []
+    for module in sorted(m for m in graph if m.startswith(TRAINING_SIDE)):
+        seen, todo = {module}, [module]
+        while todo:
+            for nxt in sorted(graph[todo.pop()]):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        reached = sorted(m for m in seen if m.startswith(TEST_ONLY))
+        if reached:
+            offenders.append(f"{module} reaches {', '.join(reached)}")
+    assert not offenders, "training code must not import the test sets:\n" + "\n".join(offenders)

@@ -19,7 +19,7 @@ import pytest
 
 from grasp_s2r.cli import main
 from grasp_s2r.cpu import available_cores
-from grasp_s2r.vision.segmenter import default_checkpoint_path
+from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
 
 CTRL = Path(default_checkpoint_path()).parent / "controller.pt"
 

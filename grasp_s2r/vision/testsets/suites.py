@@ -8,7 +8,7 @@ Each suite asks a different question of transfer:
 - ``sim``: raw renders of the env's own domain randomization (procedural tables, no photo), sphere-free views
   included: what the controller sees in the simulator;
 - ``painted``: spheres drawn analytically by a second renderer that owns no PyBullet code
-  (:mod:`grasp_s2r.vision.painted`) on held-out photos, at the sizes the wrist camera really sees.
+  (:mod:`grasp_s2r.vision.testsets.painted`) on held-out photos, at the sizes the wrist camera really sees.
 
 Every suite exists in two splits: ``heldout`` (held-out photos, held-out episode seeds: for *reporting*) and
 ``val`` (training photos, validation episode seeds, items no training run draws: for *choosing* recipes,
@@ -26,12 +26,18 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from grasp_s2r.vision.augment import NO_AUGMENT
-from grasp_s2r.vision.backgrounds import BackgroundError, load_backgrounds, split_names
-from grasp_s2r.vision.dataset import EPISODE_SEED_BASE, CompositeDataset, DataConfig, env_config_for, make_composites
-from grasp_s2r.vision.painted import make_painted
-from grasp_s2r.vision.segmenter import Segmenter
-from grasp_s2r.vision.simviews import SimViewSampler, ViewConfig
+from grasp_s2r.vision.images.augment import NO_AUGMENT
+from grasp_s2r.vision.images.backgrounds import BackgroundError, load_backgrounds, split_names
+from grasp_s2r.vision.images.dataset import (
+    EPISODE_SEED_BASE,
+    CompositeDataset,
+    DataConfig,
+    env_config_for,
+    make_composites,
+)
+from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
+from grasp_s2r.vision.networks.segmenter import Segmenter
+from grasp_s2r.vision.testsets.painted import make_painted
 
 SUITES = {
     "composites": "held-out photos + pasted sim sphere, with the training augmentation",

@@ -14,7 +14,7 @@ from grasp_s2r.options import (
     positive_int,
     torch_device,
 )
-from grasp_s2r.vision.calibrate import CalibrationConfig
+from grasp_s2r.vision.training.calibrate import CalibrationConfig
 
 OPTIONS = (
     Option("--model", "segmenter checkpoint to calibrate", "model", required=True),
@@ -36,7 +36,7 @@ def check_out(out: Path) -> None:
     a calibrated segmenter goes beside its training run's files or anywhere outside artifact folders. An existing
     file is replaced only when it is a segmenter checkpoint (a controller checkpoint, a text file are refused)."""
     from grasp_s2r.files import ARTIFACT_KINDS, folder_kind
-    from grasp_s2r.vision.segmenter import CheckpointError, read_checkpoint
+    from grasp_s2r.vision.networks.segmenter import CheckpointError, read_checkpoint
 
     if out.exists() and not out.is_dir():
         try:
@@ -56,9 +56,9 @@ def check_out(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grasp_s2r.vision.backgrounds import BackgroundError
-    from grasp_s2r.vision.calibrate import calibrate_checkpoint
-    from grasp_s2r.vision.segmenter import CheckpointError, read_checkpoint
+    from grasp_s2r.vision.images.backgrounds import BackgroundError
+    from grasp_s2r.vision.networks.segmenter import CheckpointError, read_checkpoint
+    from grasp_s2r.vision.training.calibrate import calibrate_checkpoint
 
     cfg = config_from_options(CalibrationConfig, args, OPTIONS)
     model, out = Path(cfg.model), Path(cfg.out) if cfg.out else None

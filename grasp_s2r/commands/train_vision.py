@@ -19,9 +19,9 @@ from grasp_s2r.options import (
     torch_device,
 )
 from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
-from grasp_s2r.vision.backgrounds import BackgroundError, load_backgrounds
-from grasp_s2r.vision.dataset import TRAINING_DATA, BackgroundMix
-from grasp_s2r.vision.train import SegmenterTrainConfig, TrainError, check_init_checkpoint, train
+from grasp_s2r.vision.images.backgrounds import BackgroundError, load_backgrounds
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix
+from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, check_init_checkpoint, train
 
 RESUME_HINT = ("the steps done are kept (OUT/checkpoint-latest.pt, written on interrupt): run the same command "
                "with --resume to continue")

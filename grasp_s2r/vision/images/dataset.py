@@ -28,13 +28,13 @@ from tqdm import tqdm
 from grasp_s2r.configs import to_dict
 from grasp_s2r.sim.camera import Frame
 from grasp_s2r.sim.config import CameraConfig, EnvConfig
-from grasp_s2r.vision.augment import AugmentConfig, Augmenter
-from grasp_s2r.vision.backgrounds import random_crop, recolor
-from grasp_s2r.vision.composite import CompositeConfig, composite_frame
-from grasp_s2r.vision.model import to_input_tensor
-from grasp_s2r.vision.reshade import ReshadeConfig, reshade
-from grasp_s2r.vision.simviews import SimViewSampler, ViewConfig
-from grasp_s2r.vision.synthetic import add_distractors, flat_colour, procedural_texture
+from grasp_s2r.vision.images.augment import AugmentConfig, Augmenter
+from grasp_s2r.vision.images.backgrounds import random_crop, recolor
+from grasp_s2r.vision.images.composite import CompositeConfig, composite_frame
+from grasp_s2r.vision.images.reshade import ReshadeConfig, reshade
+from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
+from grasp_s2r.vision.images.synthetic import add_distractors, flat_colour, procedural_texture
+from grasp_s2r.vision.networks.model import to_input_tensor
 
 STREAMS = {"train": 0, "val": 1, "heldout": 2}
 """Stream name -> stream id (part of every item's seed)."""

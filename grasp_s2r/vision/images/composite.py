@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 
 from grasp_s2r.sim.camera import Frame
-from grasp_s2r.vision.reshade import sphere_normals
+from grasp_s2r.vision.images.reshade import sphere_normals
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from grasp_s2r.bounds import require_images
-from grasp_s2r.vision.backgrounds import load_backgrounds
-from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
-from grasp_s2r.vision.segmenter import Segmenter, read_checkpoint, write_checkpoint
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
+from grasp_s2r.vision.networks.segmenter import Segmenter, read_checkpoint, write_checkpoint
 
 
 @dataclass(frozen=True)

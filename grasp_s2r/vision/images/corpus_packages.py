@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grasp_s2r.vision.corpus_manifest import sha256_of
-from grasp_s2r.vision.corpus_sources import check_not_reserved
+from grasp_s2r.vision.images.corpus_manifest import sha256_of
+from grasp_s2r.vision.images.corpus_sources import check_not_reserved
 
 
 class CorpusError(ValueError):

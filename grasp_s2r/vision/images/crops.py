@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from grasp_s2r.vision.dataset import STREAMS, CompositeDataset
-from grasp_s2r.vision.model import to_input_tensor
+from grasp_s2r.vision.images.dataset import STREAMS, CompositeDataset
+from grasp_s2r.vision.networks.model import to_input_tensor
 
 CROP_RNG_TAG = 5
 """Part of each composite's crop seed (``[seed, stream, CROP_RNG_TAG, index]``): its own stream, so the composite

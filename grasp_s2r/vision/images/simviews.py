@@ -26,7 +26,7 @@ from grasp_s2r.sim.table_texture import (
     photo_textures,
     set_table_texture,
 )
-from grasp_s2r.vision.reshade import grey_albedo
+from grasp_s2r.vision.images.reshade import grey_albedo
 
 __all__ = ["PHOTO_TEXTURE_TILE_PX", "SimViewSampler", "ViewConfig", "photo_texture"]
 

@@ -15,7 +15,12 @@ from grasp_s2r.options import (
     positive_int,
     torch_device,
 )
-from grasp_s2r.vision.gripper_train import GripperTrainConfig, GripperTrainError, format_metrics, train_gripper_head
+from grasp_s2r.vision.training.gripper_train import (
+    GripperTrainConfig,
+    GripperTrainError,
+    format_metrics,
+    train_gripper_head,
+)
 
 RESUME_HINT = "nothing is kept (the head is written at the end): run the same command again to start over"
 

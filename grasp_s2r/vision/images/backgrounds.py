@@ -18,8 +18,8 @@ import cv2
 import numpy as np
 
 from grasp_s2r.sim.table_texture import crop_resize
-from grasp_s2r.vision.corpus_manifest import CorpusManifestError, is_corpus, manifest_digest, read_manifest
-from grasp_s2r.vision.folder import quiet_imread
+from grasp_s2r.vision.images.corpus_manifest import CorpusManifestError, is_corpus, manifest_digest, read_manifest
+from grasp_s2r.vision.images.folder import quiet_imread
 
 SPLITS = ("train", "heldout")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")

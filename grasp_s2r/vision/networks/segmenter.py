@@ -35,7 +35,7 @@ from torch.nn import functional as F
 
 from grasp_s2r.devices import default_device
 from grasp_s2r.files import atomic_write, file_sha256, torch_load_problem
-from grasp_s2r.vision.model import build_model, to_input_tensor
+from grasp_s2r.vision.networks.model import build_model, to_input_tensor
 
 FORMAT_NAME = "grasp_s2r.segmenter"
 FORMAT_VERSION = 1

@@ -1,6 +1,6 @@
 """Training of the segmentation network on composites made on the fly; resumable.
 
-A run from random weights trains on crops of the composites (``crop_px``, :mod:`grasp_s2r.vision.crops`) and ends
+A run from random weights trains on crops of the composites (``crop_px``, :mod:`grasp_s2r.vision.images.crops`) and ends
 with a short phase on whole images (``full_size_share``); a fine-tune trains on whole images. On a CPU it runs
 channels_last, in bf16 where that pays, with the composites made in a worker process on another core
 (:mod:`grasp_s2r.train_speed`).
@@ -49,20 +49,20 @@ from grasp_s2r.train_speed import (
     to_memory_format,
     use_channels_last,
 )
-from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
-from grasp_s2r.vision.calibrate import calibrate_checkpoint
-from grasp_s2r.vision.crops import CropDataset, flatten_crops
-from grasp_s2r.vision.dataset import CompositeDataset, env_config_for, make_composites
-from grasp_s2r.vision.metrics import pixel_metrics
-from grasp_s2r.vision.model import build_model, count_parameters, to_input_tensor
-from grasp_s2r.vision.segmenter import (
+from grasp_s2r.vision.evaluation.metrics import pixel_metrics
+from grasp_s2r.vision.images.backgrounds import load_backgrounds, split_names
+from grasp_s2r.vision.images.crops import CropDataset, flatten_crops
+from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for, make_composites
+from grasp_s2r.vision.networks.model import build_model, count_parameters, to_input_tensor
+from grasp_s2r.vision.networks.segmenter import (
     THRESHOLD,
     CheckpointError,
     make_checkpoint,
     read_checkpoint,
     write_checkpoint,
 )
-from grasp_s2r.vision.train_config import SegmenterTrainConfig, TrainError, lr_factor
+from grasp_s2r.vision.training.calibrate import calibrate_checkpoint
+from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, TrainError, lr_factor
 
 VISION_RUN_FORMAT = "grasp_s2r.vision_run"
 RUN_FORMAT_VERSION = 1

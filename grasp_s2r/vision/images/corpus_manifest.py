@@ -1,5 +1,5 @@
 """The manifest of a background corpus (``grasp-s2r backgrounds --out DIR``): what the folder holds, read by the
-builder, by :mod:`grasp_s2r.vision.backgrounds` (a corpus folder adds its photos to the embedded training photos)
+builder, by :mod:`grasp_s2r.vision.images.backgrounds` (a corpus folder adds its photos to the embedded training photos)
 and by the tests.
 
 ``DIR/manifest.json``::

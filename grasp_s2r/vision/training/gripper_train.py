@@ -37,19 +37,19 @@ from grasp_s2r.files import ArtifactFolder, atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.train_speed import StepThreads, data_and_step_cores, to_memory_format, use_channels_last
-from grasp_s2r.vision.backgrounds import load_backgrounds, split_names
-from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
-from grasp_s2r.vision.gripper import (
+from grasp_s2r.vision.evaluation.metrics import pixel_metrics
+from grasp_s2r.vision.images.backgrounds import load_backgrounds, split_names
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
+from grasp_s2r.vision.networks.gripper import (
     GripperHead,
     check_dilations,
     feature_width,
     make_head_checkpoint,
     write_head_checkpoint,
 )
-from grasp_s2r.vision.metrics import pixel_metrics
-from grasp_s2r.vision.model import to_input_tensor
-from grasp_s2r.vision.segmenter import CheckpointError, Segmenter, default_checkpoint_path
-from grasp_s2r.vision.train_config import segmentation_loss
+from grasp_s2r.vision.networks.model import to_input_tensor
+from grasp_s2r.vision.networks.segmenter import CheckpointError, Segmenter, default_checkpoint_path
+from grasp_s2r.vision.training.train_config import segmentation_loss
 
 HEAD_FILE = "gripper_head.pt"
 REPORTED = ("precision", "recall", "iou", "f1", "mean_iou", "images")
@@ -294,7 +294,7 @@ def evaluate_head(head: Path | str | None = None, cfg: GripperTrainConfig | None
     """The figures of ``head`` (default: the shipped one) on ``cfg``'s segmenter, validation and held-out
     composites (``cfg.val_images``, ``cfg.heldout_images``, its seed and camera jitter): what ``train-gripper``
     reports, measured again. ``{"val": {...}, "heldout": {...}}``."""
-    from grasp_s2r.vision.gripper import attach_gripper_head
+    from grasp_s2r.vision.networks.gripper import attach_gripper_head
 
     cfg = cfg or GripperTrainConfig()
     segmenter = load_frozen_segmenter(cfg, device)

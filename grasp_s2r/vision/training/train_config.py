@@ -11,9 +11,9 @@ import torch
 from torch.nn import functional as F
 
 from grasp_s2r.configs import to_dict
-from grasp_s2r.vision.crops import CropConfig
-from grasp_s2r.vision.dataset import TRAINING_DATA, DataConfig
-from grasp_s2r.vision.model import ARCHITECTURES, Architecture
+from grasp_s2r.vision.images.crops import CropConfig
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, DataConfig
+from grasp_s2r.vision.networks.model import ARCHITECTURES, Architecture
 
 DEFAULT_CROP_PX = 32
 """Crop side of a run from random weights (a quarter of the 64 px image's pixels; the sphere is at most 16 px)."""

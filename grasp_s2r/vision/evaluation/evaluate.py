@@ -1,4 +1,4 @@
-"""Evaluation of a segmenter: on one of the seeded test suites (:mod:`grasp_s2r.vision.suites`) or a ``--data`` folder.
+"""Evaluation of a segmenter: on one of the seeded test suites (:mod:`grasp_s2r.vision.testsets.suites`) or a ``--data`` folder.
 
 The suites are made with a fixed :class:`VisionEvalConfig` (not the checkpoint's training config), so that different
 checkpoints are compared on the same images.
@@ -16,11 +16,11 @@ from tqdm import tqdm
 
 from grasp_s2r.bounds import require_images
 from grasp_s2r.configs import to_dict
-from grasp_s2r.vision.backgrounds import split_names
-from grasp_s2r.vision.folder import load_folder
-from grasp_s2r.vision.metrics import confusion_counts, metrics_by_width, summarize
-from grasp_s2r.vision.segmenter import Segmenter, check_threshold, read_checkpoint
-from grasp_s2r.vision.suites import Split, check_suite, latency_ms, suite_images
+from grasp_s2r.vision.evaluation.metrics import confusion_counts, metrics_by_width, summarize
+from grasp_s2r.vision.images.backgrounds import split_names
+from grasp_s2r.vision.images.folder import load_folder
+from grasp_s2r.vision.networks.segmenter import Segmenter, check_threshold, read_checkpoint
+from grasp_s2r.vision.testsets.suites import Split, check_suite, latency_ms, suite_images
 
 EVAL_FORMAT_NAME = "grasp_s2r.vision_eval"
 EVAL_FORMAT_VERSION = 3
@@ -35,7 +35,7 @@ class VisionEvalConfig:
     seed: int = 1
     """Seed of the suite's images."""
     suite: str = "composites"
-    """Which test suite (:data:`grasp_s2r.vision.suites.SUITES`)."""
+    """Which test suite (:data:`grasp_s2r.vision.testsets.suites.SUITES`)."""
     split: Split = "heldout"
     """``heldout`` (held-out photos and seeds: report on it) or ``val`` (training photos: choose on it)."""
     batch_size: int = 128

@@ -34,7 +34,7 @@ from torch import nn
 
 from grasp_s2r import __version__
 from grasp_s2r.files import atomic_write
-from grasp_s2r.vision.segmenter import THRESHOLD, CheckpointError, Segmenter, check_threshold
+from grasp_s2r.vision.networks.segmenter import THRESHOLD, CheckpointError, Segmenter, check_threshold
 
 FORMAT_NAME = "grasp_s2r.gripper_head"
 FORMAT_VERSION = 1

@@ -21,12 +21,12 @@ from grasp_s2r.options import (
     positive_int,
     torch_device,
 )
-from grasp_s2r.vision.backgrounds import BackgroundError
-from grasp_s2r.vision.evaluate import EvalResult, VisionEvalConfig, evaluate_segmenter, evaluate_suites
-from grasp_s2r.vision.folder import DataFolderError
-from grasp_s2r.vision.metrics import format_suite_table, format_table, format_width_table
-from grasp_s2r.vision.segmenter import CheckpointError, check_threshold, default_checkpoint_path
-from grasp_s2r.vision.suites import SUITE_ALL, SUITES, SuiteError, resolve_suites
+from grasp_s2r.vision.evaluation.evaluate import EvalResult, VisionEvalConfig, evaluate_segmenter, evaluate_suites
+from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table, format_width_table
+from grasp_s2r.vision.images.backgrounds import BackgroundError
+from grasp_s2r.vision.images.folder import DataFolderError
+from grasp_s2r.vision.networks.segmenter import CheckpointError, check_threshold, default_checkpoint_path
+from grasp_s2r.vision.testsets.suites import SUITE_ALL, SUITES, SuiteError, resolve_suites
 
 OPTIONS = (
     Option("--split", "heldout: held-out photos and seeds, to report on; val: training photos and validation "
