@@ -7,7 +7,7 @@ the training recipe (``grasp_s2r.vision.images.dataset.TRAINING_DATA``) removed,
 all arms in parallel (``train-vision`` processes, one DataLoader worker and one torch thread each). Every arm is then
 measured by ``eval-vision --suite all --split val`` (training photos, validation seeds: the split for choosing);
 the held-out split is never looked at here. Prints one row per arm and writes ``OUT/ablation.json`` and
-``benchmarks/results/ablate_vision.json`` (``--json PATH``).
+(``--save``) ``benchmarks/results/ablate_vision.json`` (``--json PATH``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ controller selected by the same rule on the shifted conditions of ``grasp-s2r ev
 (``--compare-episodes`` each, 0 to skip), and prints the throughput on this
 machine: device, rounds per minute, rollout env-steps per second (all workers, batched inference
 included), training samples per second. Run it on a GPU machine too to compare devices. Writes the figures to
-``benchmarks/results/bench_dagger-<out folder name>.json`` (``--json PATH``).
+(``--save``) ``benchmarks/results/bench_dagger-<out folder name>.json`` (``--json PATH``).
 """
 
 from __future__ import annotations

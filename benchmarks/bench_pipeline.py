@@ -7,7 +7,8 @@ wall time of every stage and of the whole, the segmenter's figures on every test
 success per condition, with the targets: >= 93 % on heldout-backgrounds and table-photo within 15 minutes on
 the machine it runs on (the project's CI machines have 2 CPU cores and no GPU). For a from-scratch
 figure use a fresh ``--out`` (a resumed run only times what was left). Writes the pipeline's summary (stage
-seconds, segmenter figures, end-to-end success) to ``benchmarks/results/bench_pipeline.json`` (``--json PATH``).
+seconds, segmenter figures, end-to-end success) to
+(``--save``) ``benchmarks/results/bench_pipeline.json`` (``--json PATH``).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
     python benchmarks/bench_train_vision.py [--steps 300] [--no-amx] [--skip-end-to-end]
 
-Prints, and writes to ``benchmarks/results/bench_train_vision[-noamx].json`` (``-noamx`` on a CPU without AMX, or
-with ``--no-amx``):
+Prints, and writes to ``runs/benchmarks/bench_train_vision[-noamx].json`` (``--save``: ``benchmarks/results/``;
+``-noamx`` on a CPU without AMX, or with ``--no-amx``):
 - the CPU: its name, cores, AVX-512 BF16 and AMX as oneDNN may use them;
 - composition, one core: composites/s of the training recipe (render shared by ``renders_per_view`` composites,
   background, paste, augment) and crops/s (``crops_per_composite`` 32 px crops cut from each);
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from results_io import write_results
+from results_io import add_save_argument, write_results
 
 from grasp_s2r.cpu import cpu_info
 from grasp_s2r.replica_step import ReplicaStep
@@ -56,7 +56,9 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--step-repeats", type=int, default=12, help="timed steps per step setting (default 12)")
     p.add_argument("--composites", type=int, default=300, help="composites timed for composition (default 300)")
     p.add_argument("--skip-end-to-end", action="store_true", help="only composition and the step")
-    p.add_argument("--json", default=None, help="write the figures here (default: benchmarks/results/...)")
+    p.add_argument("--json", default=None, help="write the figures here (default: runs/benchmarks/...; with --save: "
+                   "benchmarks/results/...)")
+    add_save_argument(p)
     isa_cap.add_argument(p)
     return p.parse_args()
 

@@ -8,7 +8,7 @@ longer budget; each in ``OUT/<name>``, resumable) over the shipped segmenter's m
 held-out photo (``validation.TRAIN_PHOTO_CONDITIONS``). The candidate with the best mean success is chosen (ties:
 the smaller budget of episodes, then the earlier candidate); ``--ship`` copies its controller to
 ``grasp_s2r/weights/controller.pt``. The command printed for it reproduces it alone. The held-out photos and the
-test seeds report (``bench_eval.py``). Writes ``benchmarks/results/controller_recipe.json``.
+test seeds report (``bench_eval.py``). Writes (``--save``) ``benchmarks/results/controller_recipe.json``.
 """
 
 from __future__ import annotations

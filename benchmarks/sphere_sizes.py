@@ -7,7 +7,7 @@ folder and, over every frame whose ground-truth mask holds the sphere, takes its
 the mask's area (``2 sqrt(area / pi)``: fingers in front of the sphere make it narrower, as the camera sees it).
 Prints the width percentiles and the camera distances they correspond to by the pinhole model
 (``painted.distance_for_diameter_px``): the tuple ``painted.EPISODE_DISTANCE_QUANTILES_M`` holds, and checks it
-against what is stored. Writes ``benchmarks/results/sphere_sizes.json``.
+against what is stored. Writes (``--save``) ``benchmarks/results/sphere_sizes.json``.
 """
 
 from __future__ import annotations
