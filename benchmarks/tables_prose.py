@@ -92,7 +92,8 @@ def vision_false_detections(d: Path) -> str:
     held = (f"{res['figures']['metrics']['composites']['pooled']['false_detection_rate']:.3f} on `composites` "
             "(`bench_vision.json`)") if res else not_measured("bench_vision")
     return (f"The held-out photos raise false detections on sphere-free images: {held} against {val} on the "
-            "training photos' val split (transcribed: `benchmarks/results/vision_training.json`).")
+            "training photos' val split (the shipped segmenter's training run, "
+            "`benchmarks/results/vision_training.json`: [experiments/vision.md](experiments/vision.md#the-shipped-segmenters-training)).")
 
 
 # --- docs/control.md ------------------------------------------------------------------------------------------------
