@@ -7,10 +7,7 @@ from pathlib import Path
 
 from grasp_s2r.collect import CollectConfig, collect
 from grasp_s2r.common_options import backend_options, check_backend, env_options
-from grasp_s2r.data.episodes import (
-    DatasetError,
-    episode_dirname,
-)
+from grasp_s2r.data.episodes import DatasetError, episode_dirname
 from grasp_s2r.options import Option, UsageError, add_options, config_from_options, non_negative_int, positive_int
 from grasp_s2r.runtime.backend import BackendUnavailable
 from grasp_s2r.runtime.masks import VisionUnavailable

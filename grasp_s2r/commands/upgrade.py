@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grasp_s2r.data.episodes import (
-    DatasetError,
-    EpisodeDataset,
-)
+from grasp_s2r.data.episodes import DatasetError, EpisodeDataset
 from grasp_s2r.data.upgrade import upgrade_dataset
 from grasp_s2r.options import UsageError
 
