@@ -3,11 +3,11 @@
     python benchmarks/ablate_vision.py --out runs/ablate [--init CKPT] [--steps 2000] [--parallel 8] [--device cuda]
 
 Each arm fine-tunes the same initial checkpoint (default: the shipped one) for ``--steps`` with one ingredient of
-the training recipe (``grasp_s2r.vision.dataset.TRAINING_DATA``) removed, or with the old photos-only recipe,
+the training recipe (``grasp_s2r.vision.images.dataset.TRAINING_DATA``) removed, or with the old photos-only recipe,
 all arms in parallel (``train-vision`` processes, one DataLoader worker and one torch thread each). Every arm is then
 measured by ``eval-vision --suite all --split val`` (training photos, validation seeds: the split for choosing);
 the held-out split is never looked at here. Prints one row per arm and writes ``OUT/ablation.json`` and
-``benchmarks/results/ablate_vision.json`` (``--json PATH``).
+(``--save``) ``benchmarks/results/ablate_vision.json`` (``--json PATH``).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
                    help="a 'grasp-s2r backgrounds' corpus, for the arms that train on it")
     add_json_argument(p, "ablate_vision")
     args = p.parse_args()
-    from grasp_s2r.vision.segmenter import default_checkpoint_path
+    from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
 
     init = args.init or default_checkpoint_path()
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]

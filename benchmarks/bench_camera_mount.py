@@ -10,7 +10,7 @@ per episode (the ``camera-miscalibration`` condition is level 4, the scene's own
 training photos, on the test episodes of ``grasp-s2r eval`` (seeds ``TEST_BASE + i``: reporting, nothing is
 chosen on them). ``--policy``: another controller (default: the shipped one); one that reads the gripper fingers'
 mask (``dagger --gripper-input``) gets it from the mask source. Writes
-``benchmarks/results/bench_camera_mount[-<policy run>][-gt].json``.
+(``--save``) ``benchmarks/results/bench_camera_mount[-<policy run>][-gt].json``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ controller selected by the same rule on the shifted conditions of ``grasp-s2r ev
 (``--compare-episodes`` each, 0 to skip), and prints the throughput on this
 machine: device, rounds per minute, rollout env-steps per second (all workers, batched inference
 included), training samples per second. Run it on a GPU machine too to compare devices. Writes the figures to
-``benchmarks/results/bench_dagger-<out folder name>.json`` (``--json PATH``).
+(``--save``) ``benchmarks/results/bench_dagger-<out folder name>.json`` (``--json PATH``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from results_io import RESULTS_DIR, add_json_argument, write_results
 
-from grasp_s2r.control import cli_dagger
+from grasp_s2r.commands import dagger as cli_dagger
 from grasp_s2r.control.curves import best_round
 from grasp_s2r.control.dagger import run_dagger
 from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy

@@ -6,8 +6,9 @@
 
 Takes exactly the options of ``grasp-s2r eval`` (plus ``--json``), prints the results table and, per condition,
 the target and whether the measured rate (and the lower end of its 95 % interval) reaches it, and writes the results
-(``eval.json``'s content under ``figures``) to ``benchmarks/results/eval_shipped.json`` for the shipped system, to
-``benchmarks/results/bench_eval-<policy>.json`` for another ``--policy``.
+(``eval.json``'s content under ``figures``) to ``eval_shipped.json`` for the shipped system, to
+``bench_eval-<policy>.json`` for another ``--policy``: under ``runs/benchmarks/``, or ``benchmarks/results/`` with
+``--save``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from results_io import RESULTS_DIR, add_json_argument, write_results
 
 from grasp_s2r.agent import default_controller_path
-from grasp_s2r.control import cli_eval
+from grasp_s2r.commands import eval as cli_eval
 from grasp_s2r.control.evaluate import evaluate_policy, results_table
 
 TARGETS = {"nominal": 0.95, "heldout-backgrounds": 0.95, "table-photo": 0.95, "sim-render": 0.95,

@@ -4,7 +4,7 @@
 
 The sets are those ``grasp-s2r train-gripper`` reports (``gripper_train.evaluate_head``: the segmenter's training
 composites of the validation stream, training photos, and of the held-out photos; camera mount jitter up to 8 mm /
-4 deg; threshold 0.5). Writes ``benchmarks/results/bench_gripper_head.json``.
+4 deg; threshold 0.5). Writes (``--save``) ``benchmarks/results/bench_gripper_head.json``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import argparse
 import torch
 from results_io import add_json_argument, default_json, write_results
 
-from grasp_s2r.vision.gripper_train import evaluate_head, format_metrics
+from grasp_s2r.vision.training.gripper_train import evaluate_head, format_metrics
 
 
 def main() -> None:

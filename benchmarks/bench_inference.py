@@ -18,8 +18,8 @@ from results_io import add_json_argument, write_results
 
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.sim.env import PROPRIO_NAMES
-from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
-from grasp_s2r.vision.suites import timed_ms
+from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
+from grasp_s2r.vision.testsets.suites import timed_ms
 
 
 def main() -> None:

@@ -7,7 +7,8 @@ wall time of every stage and of the whole, the segmenter's figures on every test
 success per condition, with the targets: >= 93 % on heldout-backgrounds and table-photo within 15 minutes on
 the machine it runs on (the project's CI machines have 2 CPU cores and no GPU). For a from-scratch
 figure use a fresh ``--out`` (a resumed run only times what was left). Writes the pipeline's summary (stage
-seconds, segmenter figures, end-to-end success) to ``benchmarks/results/bench_pipeline.json`` (``--json PATH``).
+seconds, segmenter figures, end-to-end success) to
+(``--save``) ``benchmarks/results/bench_pipeline.json`` (``--json PATH``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import torch
 from results_io import add_json_argument, write_results
 
 from grasp_s2r import pipeline
+from grasp_s2r.commands import pipeline as pipeline_command
 
 TARGET_MINUTES = 15.0
 TARGET_SUCCESS = {"heldout-backgrounds": 0.93, "table-photo": 0.93}
@@ -34,11 +36,11 @@ TARGET_VISION = 0.93
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    pipeline.add_arguments(parser)
+    pipeline_command.add_arguments(parser)
     add_json_argument(parser, "bench_pipeline")
     isa_cap.add_argument(parser)
     args = parser.parse_args(argv)
-    summary = pipeline.run_pipeline(pipeline.config_from_args(args))
+    summary = pipeline.run_pipeline(pipeline_command.config_from_args(args))
 
     seconds = summary["seconds"]
     minutes = sum(seconds.values()) / 60.0

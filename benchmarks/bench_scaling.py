@@ -34,8 +34,8 @@ from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EXPERT, EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES
-from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
-from grasp_s2r.vision.suites import timed_ms
+from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
+from grasp_s2r.vision.testsets.suites import timed_ms
 
 SETUPS = {"local 1": (BackendConfig(), 1), "local 2": (BackendConfig(), 2),
           "ray 1x1": (BackendConfig("ray", ray_actors=1), 1), "ray 2x1": (BackendConfig("ray", ray_actors=2), 1)}

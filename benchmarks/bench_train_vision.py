@@ -2,15 +2,15 @@
 
     python benchmarks/bench_train_vision.py [--steps 300] [--no-amx] [--skip-end-to-end]
 
-Prints, and writes to ``benchmarks/results/bench_train_vision[-noamx].json`` (``-noamx`` on a CPU without AMX, or
-with ``--no-amx``):
+Prints, and writes to ``runs/benchmarks/bench_train_vision[-noamx].json`` (``--save``: ``benchmarks/results/``;
+``-noamx`` on a CPU without AMX, or with ``--no-amx``):
 - the CPU: its name, cores, AVX-512 BF16 and AMX as oneDNN may use them;
 - composition, one core: composites/s of the training recipe (render shared by ``renders_per_view`` composites,
   background, paste, augment) and crops/s (``crops_per_composite`` 32 px crops cut from each);
 - the network's training step (forward, backward, AdamW) on one thread, images/s, for each of: 64 px images fp32
   (NCHW, batch 32: the old default), channels_last, bf16 autocast, both; 32 px crops (batch 128) likewise; then on
   all cores, 32 px crops channels_last: torch's intra-op threads against one replica of the network per core;
-- ``train-vision`` end to end on all cores (``grasp_s2r.vision.train.train`` from random weights, ``--steps`` steps,
+- ``train-vision`` end to end on all cores (``grasp_s2r.vision.training.train.train`` from random weights, ``--steps`` steps,
   the whole call timed: validation composites, worker start, precision probe, validation and checkpoints included):
   *old* = whole 64 px images, composites made in-process, torch's threads, bf16 only with AMX (the settings before
   crop training); *new* = the defaults (32 px crops then 10 % of the steps on whole images, composites in a worker
@@ -37,17 +37,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from results_io import write_results
+from results_io import add_save_argument, write_results
 
 from grasp_s2r.cpu import cpu_info
 from grasp_s2r.replica_step import ReplicaStep
 from grasp_s2r.train_speed import StepThreads
-from grasp_s2r.vision.backgrounds import load_backgrounds
-from grasp_s2r.vision.crops import CropConfig, crop_windows, cut
-from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, env_config_for
-from grasp_s2r.vision.model import build_model
-from grasp_s2r.vision.train import train
-from grasp_s2r.vision.train_config import SegmenterTrainConfig, segmentation_loss
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.crops import CropConfig, crop_windows, cut
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, CompositeDataset, env_config_for
+from grasp_s2r.vision.networks.model import build_model
+from grasp_s2r.vision.training.train import train
+from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, segmentation_loss
 
 
 def _parse() -> argparse.Namespace:
@@ -56,7 +56,9 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--step-repeats", type=int, default=12, help="timed steps per step setting (default 12)")
     p.add_argument("--composites", type=int, default=300, help="composites timed for composition (default 300)")
     p.add_argument("--skip-end-to-end", action="store_true", help="only composition and the step")
-    p.add_argument("--json", default=None, help="write the figures here (default: benchmarks/results/...)")
+    p.add_argument("--json", default=None, help="write the figures here (default: runs/benchmarks/...; with --save: "
+                   "benchmarks/results/...)")
+    add_save_argument(p)
     isa_cap.add_argument(p)
     return p.parse_args()
 

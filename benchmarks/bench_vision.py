@@ -26,10 +26,8 @@ import numpy as np
 import torch
 from results_io import add_json_argument, write_results
 
-from grasp_s2r.vision.backgrounds import load_backgrounds
-from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
-from grasp_s2r.vision.evaluate import VisionEvalConfig, evaluate_segmenter
-from grasp_s2r.vision.metrics import (
+from grasp_s2r.vision.evaluation.evaluate import VisionEvalConfig, evaluate_segmenter
+from grasp_s2r.vision.evaluation.metrics import (
     SMALL_SPHERE_PX,
     PixelCounts,
     confusion_counts,
@@ -37,8 +35,10 @@ from grasp_s2r.vision.metrics import (
     metrics_by_width,
     summarize,
 )
-from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
-from grasp_s2r.vision.suites import SUITES, latency_ms, resolve_suites
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
+from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
+from grasp_s2r.vision.testsets.suites import SUITES, latency_ms, resolve_suites
 
 TARGETS = {"precision": (">=", 0.95), "recall": (">=", 0.95), "found_rate": (">=", 0.97),
            "false_detection_rate": ("<=", 0.03)}

@@ -13,7 +13,7 @@
    with the source arrays (see those scripts); robomimic also trains BC for one epoch on the collect export.
 
 A reader whose environment does not install is reported ``NOT CHECKED`` and fails the run (exit 1), as does any
-failed check; results: ``benchmarks/results/check_interop.json`` (``--json``). Takes about 1 min with warm
+failed check; results: (``--save``) ``benchmarks/results/check_interop.json`` (``--json``). Takes about 1 min with warm
 environments; a cold build downloads and installs torch for each reader (a few GB; minutes).
 """
 
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = [f"{r}: {'not checked' if not f['exports'] else e}" for r, f in figures["readers"].items()
               for e in (f["exports"] or [None]) if not f["exports"] or not f["exports"][e]["passed"]]
     figures["passed"] = not failed
-    write_results(args.json, "check_interop", figures, {"readers": readers})
+    write_results(args.json, "check_interop", figures, {"readers": readers, "json": args.json}, save=args.save)
     print(f"interop: {'FAILED: ' + '; '.join(failed) if failed else 'every export loads in every reader'} "
           f"({figures['seconds']:.0f} s)")
     return 1 if failed else 0

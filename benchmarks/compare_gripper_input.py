@@ -12,7 +12,8 @@ of ``bench_camera_mount.py`` at mount errors of 0, 4, 8 and 12 mm (look 0-6 deg)
 - ``C-fulljitter-gripper``: the same, and the controller also reads the gripper fingers' mask (``--gripper-input``).
 
 ``--masks gt``: ground-truth masks (the controller question alone); ``predicted``: the shipped segmenter's sphere
-masks and its gripper head's finger masks. Writes ``benchmarks/results/compare_gripper_input-<masks>.json``.
+masks and its gripper head's finger masks. Writes
+(``--save``) ``benchmarks/results/compare_gripper_input-<masks>.json``.
 """
 
 from __future__ import annotations

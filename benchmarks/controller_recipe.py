@@ -8,7 +8,7 @@ longer budget; each in ``OUT/<name>``, resumable) over the shipped segmenter's m
 held-out photo (``validation.TRAIN_PHOTO_CONDITIONS``). The candidate with the best mean success is chosen (ties:
 the smaller budget of episodes, then the earlier candidate); ``--ship`` copies its controller to
 ``grasp_s2r/weights/controller.pt``. The command printed for it reproduces it alone. The held-out photos and the
-test seeds report (``bench_eval.py``). Writes ``benchmarks/results/controller_recipe.json``.
+test seeds report (``bench_eval.py``). Writes (``--save``) ``benchmarks/results/controller_recipe.json``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from results_io import REPO, add_json_argument, write_results
 from validation import TRAIN_PHOTO_CONDITIONS, validate
 
 from grasp_s2r.cli import build_parser
-from grasp_s2r.control import cli_dagger
+from grasp_s2r.commands import dagger as cli_dagger
 from grasp_s2r.control.dagger import DaggerConfig, run_dagger
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.files import atomic_write, file_sha256

@@ -10,7 +10,8 @@ trained on whole images turns into false detections unless the whole-image phase
 ``eval-vision --split val`` (training photos, validation seeds): the worst precision or recall over ``composites``,
 ``sim`` and ``painted`` (the selection rule of docs/vision.md), among the candidates whose false detections on
 sphere-free images stay within :data:`FALSE_DETECTION_MARGIN` of the whole-image baseline's on every suite.
-Writes ``benchmarks/results/crop_recipe[-noamx].json``; the held-out suites take no part.
+Writes ``runs/benchmarks/crop_recipe[-noamx].json`` (``--save``: ``benchmarks/results/``); the held-out suites
+take no part.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ import shutil
 import time
 from pathlib import Path
 
-from results_io import write_results
+from results_io import add_save_argument, write_results
 
-from grasp_s2r.vision.evaluate import VisionEvalConfig, evaluate_suites
-from grasp_s2r.vision.segmenter import default_checkpoint_path
-from grasp_s2r.vision.train import SegmenterTrainConfig, train
+from grasp_s2r.vision.evaluation.evaluate import VisionEvalConfig, evaluate_suites
+from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
+from grasp_s2r.vision.training.train import SegmenterTrainConfig, train
 
 SUITES = ("composites", "sim", "painted")
 CANDIDATES = {  # name -> SegmenterTrainConfig overrides
@@ -50,7 +51,9 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--n-images", type=int, default=1000, help="val-split images per suite (default 1000)")
     p.add_argument("--candidates", default=",".join(CANDIDATES), help="comma-separated names (default: all)")
     p.add_argument("--out", default="runs/crop-recipe", help="run folders (default runs/crop-recipe)")
-    p.add_argument("--json", default=None, help="write the figures here (default: benchmarks/results/...)")
+    p.add_argument("--json", default=None, help="write the figures here (default: runs/benchmarks/...; with --save: "
+                   "benchmarks/results/...)")
+    add_save_argument(p)
     isa_cap.add_argument(p)
     return p.parse_args()
 

@@ -6,7 +6,8 @@ Takes a finished ``grasp-s2r pipeline`` folder (its fine-tuned segmenter ``visio
 ``demos/``) and trains one DAgger controller per candidate recipe from them (the pipeline's stage 4, each in
 ``OUT/<recipe>``, resumable); then measures each on validation episodes (seeds no training or test run uses) of
 ``nominal`` and of ``table-photo`` with the *training* photos as the table's texture. The held-out photos are for
-reporting only (``bench_pipeline.py``), so the choice is made here. Writes ``benchmarks/results/pipeline_recipe.json``.
+reporting only (``bench_pipeline.py``), so the choice is made here. Writes
+(``--save``) ``benchmarks/results/pipeline_recipe.json``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Each run's learning curve holds, per round, the successes of DAgger and of BC (s
 the same evaluation episodes. Prints, per run and pooled over all runs, the successes over rounds
 1..R (after round 0, where both are the same expert data) and over the rounds with beta = 0, with the
 difference's 95 % confidence interval (Newcombe) and the verdict; writes them to
-``benchmarks/results/pool_dagger.json`` (``--json PATH``).
+(``--save``) ``benchmarks/results/pool_dagger.json`` (``--json PATH``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The one writer and reader of benchmark results: ``benchmarks/results/<name>.json``.
 
 Every benchmark calls :func:`write_results` beside what it prints; ``benchmarks/tables.py`` reads the files with
-:func:`load_results` and renders the README's and docs' figure tables from them. A file holds::
+:func:`load_results` and renders the README's and docs' figure tables from them. A run writes the tracked file only
+when asked (``--save``, or ``--json`` naming it): by default its figures go to ``runs/benchmarks/<name>.json``, so
+running a benchmark leaves the checkout as it was. A file holds::
 
     format, format_version   "grasp_s2r.benchmark", FORMAT_VERSION
     benchmark                the script's name, e.g. "bench_expert"
@@ -37,6 +39,8 @@ FORMAT = "grasp_s2r.benchmark"
 FORMAT_VERSION = 1
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "benchmarks" / "results"
+SCRATCH_DIR = REPO / "runs" / "benchmarks"
+"""Where a run's figures go when not ``--save``: ignored by git (``runs/``)."""
 
 
 def default_json(name: str, *variant: str) -> Path:
@@ -44,10 +48,27 @@ def default_json(name: str, *variant: str) -> Path:
     return RESULTS_DIR / ("-".join([name, *(v for v in variant if v)]) + ".json")
 
 
+def add_save_argument(parser: argparse.ArgumentParser) -> None:
+    """``--save``: record the figures in the tracked ``benchmarks/results/`` file the docs' tables are made from."""
+    parser.add_argument("--save", action="store_true", help="record the figures in benchmarks/results/ (the tracked "
+                        "file the docs' tables are generated from; default: runs/benchmarks/, ignored by git)")
+
+
 def add_json_argument(parser: argparse.ArgumentParser, name: str) -> None:
-    """``--json PATH``; the default (None) means :func:`default_json` of the run's variant."""
+    """``--json PATH`` and ``--save``; no ``--json`` means :func:`default_json` of the run's variant with ``--save``,
+    else the same name under ``runs/benchmarks/``."""
     parser.add_argument("--json", type=Path, default=None,
-                        help=f"write the figures here (default: benchmarks/results/{name}[-VARIANT].json)")
+                        help=f"write the figures here (default: runs/benchmarks/{name}[-VARIANT].json; with --save: "
+                             f"benchmarks/results/{name}[-VARIANT].json)")
+    add_save_argument(parser)
+
+
+def _destination(path: Path, explicit: Path | None, save: bool) -> Path:
+    """``path``, or the same name under :data:`SCRATCH_DIR` when it is a default in ``benchmarks/results/`` that the
+    user did not ask to record (no ``--save``, no ``--json`` naming it)."""
+    if save or (explicit is not None and Path(explicit) == path) or path.resolve().parent != RESULTS_DIR:
+        return path
+    return SCRATCH_DIR / path.name
 
 
 def command_line(argv: list[str] | None = None) -> str:
@@ -98,18 +119,25 @@ def _plain(value: Any) -> Any:
 
 
 def write_results(path: Path | None, name: str, figures: dict[str, Any], config: dict[str, Any] | argparse.Namespace,
-                  *variant: str, argv: list[str] | None = None) -> Path:
-    """Write one benchmark's figures atomically (``path`` None: :func:`default_json`); returns the path."""
-    path = Path(path) if path is not None else default_json(name, *variant)
+                  *variant: str, argv: list[str] | None = None, save: bool | None = None) -> Path:
+    """Write one benchmark's figures atomically (``path`` None: :func:`default_json`); returns the path.
+
+    A path in ``benchmarks/results/`` is written only with ``save`` (default: the config's ``save``, i.e. ``--save``)
+    or when it is the config's own ``json`` (``--json`` named it); otherwise the file goes to ``runs/benchmarks/``.
+    """
     cfg = vars(config) if isinstance(config, argparse.Namespace) else config
+    save = bool(cfg.get("save")) if save is None else save
+    path = _destination(Path(path) if path is not None else default_json(name, *variant), cfg.get("json"), save)
+    path.parent.mkdir(parents=True, exist_ok=True)
     dirty = _git("status", "--porcelain", "--untracked-files=no")
     data = {"format": FORMAT, "format_version": FORMAT_VERSION, "benchmark": name, "command": command_line(argv),
-            "config": _plain({k: v for k, v in cfg.items() if k != "json"}), "machine": machine(),
+            "config": _plain({k: v for k, v in cfg.items() if k not in ("json", "save")}), "machine": machine(),
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "package_version": __version__, "git_commit": _git("rev-parse", "HEAD"),
             "git_dirty": None if dirty is None else bool(dirty), "figures": _plain(figures)}
     atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
-    print(f"results: {path}")
+    print(f"results: {path}" + ("" if path.parent.resolve() != SCRATCH_DIR else " (--save records them in "
+                                                                          "benchmarks/results/)"))
     return path
 
 

@@ -7,7 +7,7 @@ folder and, over every frame whose ground-truth mask holds the sphere, takes its
 the mask's area (``2 sqrt(area / pi)``: fingers in front of the sphere make it narrower, as the camera sees it).
 Prints the width percentiles and the camera distances they correspond to by the pinhole model
 (``painted.distance_for_diameter_px``): the tuple ``painted.EPISODE_DISTANCE_QUANTILES_M`` holds, and checks it
-against what is stored. Writes ``benchmarks/results/sphere_sizes.json``.
+against what is stored. Writes (``--save``) ``benchmarks/results/sphere_sizes.json``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from results_io import add_json_argument, write_results
 from grasp_s2r.collect import CollectConfig, collect
 from grasp_s2r.data.episodes import EpisodeDataset
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
-from grasp_s2r.vision.metrics import mask_width_px
-from grasp_s2r.vision.painted import EPISODE_DISTANCE_QUANTILES_M, QUANTILE_LEVELS, distance_for_diameter_px
+from grasp_s2r.vision.evaluation.metrics import mask_width_px
+from grasp_s2r.vision.testsets.painted import EPISODE_DISTANCE_QUANTILES_M, QUANTILE_LEVELS, distance_for_diameter_px
 
 
 def episode_widths_px(episodes: int, seed: int) -> np.ndarray:

@@ -53,7 +53,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     **{name: functools.partial(r.transcribed_table, name) for name in r.TRANSCRIBED},
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
-DOCUMENTS = ("README.md", "docs/*.md")
+DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")
 MARKER = re.compile(r"(<!-- results:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(\n<!-- /results:(?P=name) -->)", re.DOTALL)
 
 

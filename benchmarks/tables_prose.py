@@ -13,7 +13,7 @@ from typing import Any
 from tables_render import load, load_transcribed, md_table, not_measured, provenance
 
 from grasp_s2r.stats import format_difference, format_rate
-from grasp_s2r.vision.metrics import format_suite_table, format_table
+from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table
 
 EVAL_VISION_TITLE = ("eval-vision: .../grasp_s2r/weights/segmenter_64px.pt (threshold {threshold:.3f}) on {n} images "
                      "of suite composites (held-out photos + pasted sim sphere, with the training augmentation), "
@@ -92,7 +92,8 @@ def vision_false_detections(d: Path) -> str:
     held = (f"{res['figures']['metrics']['composites']['pooled']['false_detection_rate']:.3f} on `composites` "
             "(`bench_vision.json`)") if res else not_measured("bench_vision")
     return (f"The held-out photos raise false detections on sphere-free images: {held} against {val} on the "
-            "training photos' val split (transcribed: `benchmarks/results/vision_training.json`).")
+            "training photos' val split (the shipped segmenter's training run, "
+            "`benchmarks/results/vision_training.json`: [experiments/vision.md](experiments/vision.md#the-shipped-segmenters-training)).")
 
 
 # --- docs/control.md ------------------------------------------------------------------------------------------------

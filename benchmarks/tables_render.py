@@ -21,27 +21,27 @@ TRANSCRIBED = ("gpu_training", "gpu_inference", "gpu_dagger", "scene_physics_iss
                "agent_pipeline_loop")
 """Tables whose figures were copied from a recorded run (their JSON's ``source`` says which); rendered cell for cell."""
 COMMANDS = {
-    "check_interop": "python benchmarks/check_interop.py",
-    "bench_expert": "python benchmarks/bench_expert.py --episodes 500",
-    "bench_vision": "python benchmarks/bench_vision.py",
-    "eval_shipped": "python benchmarks/bench_eval.py --episodes 200 --conditions all",
-    "bench_pipeline": "python benchmarks/bench_pipeline.py --out runs/bench-pipeline",
-    "bench_env": "python benchmarks/bench_env.py --runs 10",
-    "bench_scaling": "python benchmarks/bench_scaling.py",
-    "real_robot_loop": "python examples/real_robot_loop.py --steps 0 --bench 500",
-    "compare_memory": "python benchmarks/compare_memory.py",
-    "pipeline_recipe": "python benchmarks/pipeline_recipe.py --pipeline runs/bench-pipeline",
-    "controller_recipe": "python benchmarks/controller_recipe.py --ship",
-    "bench_camera_mount": "python benchmarks/bench_camera_mount.py",
-    "bench_gripper_head": "python benchmarks/bench_gripper_head.py",
-    "bench_train_vision": "python benchmarks/bench_train_vision.py --steps 300",
-    "bench_train_vision-noamx": "python benchmarks/bench_train_vision.py --steps 300  # on a CPU without AMX (or --no-amx)",
-    "train_vision_budget": "python benchmarks/train_vision_budget.py --no-amx",
-    "crop_recipe": "python benchmarks/crop_recipe.py",
+    "check_interop": "python benchmarks/check_interop.py --save",
+    "bench_expert": "python benchmarks/bench_expert.py --episodes 500 --save",
+    "bench_vision": "python benchmarks/bench_vision.py --save",
+    "eval_shipped": "python benchmarks/bench_eval.py --episodes 200 --conditions all --save",
+    "bench_pipeline": "python benchmarks/bench_pipeline.py --out runs/bench-pipeline --save",
+    "bench_env": "python benchmarks/bench_env.py --runs 10 --save",
+    "bench_scaling": "python benchmarks/bench_scaling.py --save",
+    "real_robot_loop": "python examples/real_robot_loop.py --steps 0 --bench 500 --save",
+    "compare_memory": "python benchmarks/compare_memory.py --save",
+    "pipeline_recipe": "python benchmarks/pipeline_recipe.py --pipeline runs/bench-pipeline --save",
+    "controller_recipe": "python benchmarks/controller_recipe.py --ship --save",
+    "bench_camera_mount": "python benchmarks/bench_camera_mount.py --save",
+    "bench_gripper_head": "python benchmarks/bench_gripper_head.py --save",
+    "bench_train_vision": "python benchmarks/bench_train_vision.py --steps 300 --save",
+    "bench_train_vision-noamx": "python benchmarks/bench_train_vision.py --steps 300 --save  # on a CPU without AMX (or --no-amx)",
+    "train_vision_budget": "python benchmarks/train_vision_budget.py --no-amx --save",
+    "crop_recipe": "python benchmarks/crop_recipe.py --save",
     "ablate_vision-look": "python benchmarks/ablate_vision.py --out runs/look --steps 600 --lr 3e-4 --parallel 2 "
                           "--corpus CORPUS --arms ARMS --json benchmarks/results/ablate_vision-look.json",
-    "compare_gripper_input-gt": "python benchmarks/compare_gripper_input.py --masks gt",
-    **{f"bench_expert_search-{s}": f"python benchmarks/bench_expert_search.py --scenario {s} --episodes {n}"
+    "compare_gripper_input-gt": "python benchmarks/compare_gripper_input.py --masks gt --save",
+    **{f"bench_expert_search-{s}": f"python benchmarks/bench_expert_search.py --scenario {s} --episodes {n} --save"
        for s, n in (("nominal", 1000), ("teleport", 500), ("start-out-of-view", 500))},
 }
 """The command that measures each results file: named when the file is missing, or when it predates ``command``."""
@@ -63,8 +63,12 @@ def load_transcribed(name: str, d: Path) -> dict[str, Any]:
 
 
 def command(name: str, res: dict[str, Any] | None) -> str:
-    """The command a results file records, else the one that writes it."""
-    return (res or {}).get("command") or COMMANDS[name]
+    """The command a results file records, else the one that writes it; ``--save`` added to a recorded command that
+    wrote its default file before a run needed ``--save`` (or ``--json``) to record it."""
+    recorded = (res or {}).get("command")
+    if recorded and "--save" not in recorded.split() and "--json" not in recorded.split():
+        return f"{recorded} --save"
+    return recorded or COMMANDS[name]
 
 
 def machine(res: dict[str, Any]) -> str:

@@ -11,8 +11,8 @@ the step split over one replica of the network per core; channels_last; bf16 whe
 
 The score is what recipes are chosen by: ``eval-vision --split val`` (training photos, validation seeds) on the
 ``composites``, ``sim`` and ``painted`` suites, the worst of precision and recall over the three. Writes
-``benchmarks/results/train_vision_budget[-noamx].json`` and the curves (in-training validation score against wall
-time) to ``docs/images/train_vision_budget[-noamx].png``.
+(``--save``) ``benchmarks/results/train_vision_budget[-noamx].json`` and the curves (in-training validation score against
+wall time) to ``docs/images/train_vision_budget[-noamx].png``.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from results_io import REPO, default_json, load_results, write_results
+from results_io import REPO, add_save_argument, default_json, load_results, write_results
 
 from grasp_s2r.cpu import cpu_info
-from grasp_s2r.vision.evaluate import VisionEvalConfig, evaluate_suites
-from grasp_s2r.vision.train import SegmenterTrainConfig, train
+from grasp_s2r.vision.evaluation.evaluate import VisionEvalConfig, evaluate_suites
+from grasp_s2r.vision.training.train import SegmenterTrainConfig, train
 
 
 def _parse() -> argparse.Namespace:
@@ -45,7 +45,9 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget of each setting (default 8)")
     p.add_argument("--n-images", type=int, default=1000, help="val-split images per suite (default 1000)")
     p.add_argument("--out", default="runs/train-vision-budget", help="run folders (default runs/train-vision-budget)")
-    p.add_argument("--json", default=None, help="write the figures here (default: benchmarks/results/...)")
+    p.add_argument("--json", default=None, help="write the figures here (default: runs/benchmarks/...; with --save: "
+                   "benchmarks/results/...)")
+    add_save_argument(p)
     isa_cap.add_argument(p)
     return p.parse_args()
 

@@ -105,7 +105,9 @@ def main() -> int:
     p.add_argument("--bench", type=int, default=0, metavar="N", help="also time N calls of agent.act")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--json", type=Path, default=None, help="with --bench: write the latency here (default: "
-                   "benchmarks/results/real_robot_loop.json)")
+                   "runs/benchmarks/real_robot_loop.json; with --save: benchmarks/results/real_robot_loop.json)")
+    p.add_argument("--save", action="store_true", help="with --bench: record the latency in benchmarks/results/ (the "
+                   "tracked file the docs' tables are generated from)")
     args = p.parse_args()
 
     import torch

@@ -252,8 +252,8 @@ class GraspAgent:
         ``gripper_head``: a gripper head trained on that segmenter (``grasp-s2r train-gripper``), for a controller
         that reads the fingers' mask; default: the shipped head when it was trained on the segmenter's file."""
         from grasp_s2r.control.policy import Policy
-        from grasp_s2r.vision.gripper import load_segmenter_with_head
-        from grasp_s2r.vision.segmenter import CheckpointError, default_checkpoint_path
+        from grasp_s2r.vision.networks.gripper import load_segmenter_with_head
+        from grasp_s2r.vision.networks.segmenter import CheckpointError, default_checkpoint_path
 
         ctrl = Path(controller) if controller is not None else default_controller_path()
         if controller is None and not ctrl.is_file():

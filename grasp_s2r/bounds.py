@@ -99,10 +99,10 @@ def _cap_cores(command: str, args: argparse.Namespace) -> None:
 _CONFIGS = {  # command -> its config dataclass, whose defaults stand in for the options left out
     "collect": ("grasp_s2r.collect", "CollectConfig"), "dagger": ("grasp_s2r.control.dagger", "DaggerConfig"),
     "eval": ("grasp_s2r.control.evaluate", "PolicyEvalConfig"),
-    "train-vision": ("grasp_s2r.vision.train_config", "SegmenterTrainConfig"),
-    "train-gripper": ("grasp_s2r.vision.gripper_train", "GripperTrainConfig"),
-    "eval-vision": ("grasp_s2r.vision.evaluate", "VisionEvalConfig"),
-    "calibrate-vision": ("grasp_s2r.vision.calibrate", "CalibrationConfig"),
+    "train-vision": ("grasp_s2r.vision.training.train_config", "SegmenterTrainConfig"),
+    "train-gripper": ("grasp_s2r.vision.training.gripper_train", "GripperTrainConfig"),
+    "eval-vision": ("grasp_s2r.vision.evaluation.evaluate", "VisionEvalConfig"),
+    "calibrate-vision": ("grasp_s2r.vision.training.calibrate", "CalibrationConfig"),
 }
 
 

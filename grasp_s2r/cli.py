@@ -1,6 +1,6 @@
 """``grasp-s2r`` command line: thin parsers that call library functions.
 
-Each sub-command lives in the module that owns its role and exposes ``add_arguments(parser)`` (its options,
+Each sub-command is one module of :mod:`grasp_s2r.commands` (named after it) and exposes ``add_arguments(parser)`` (its options,
 generated from its config dataclass by :mod:`grasp_s2r.options`) and ``run(args) -> int``; modules are imported
 only when their command runs (``collect`` does not pay for importing torch).
 """
@@ -23,17 +23,17 @@ from grasp_s2r.options import (  # noqa: F401 - re-exported: the command modules
 )
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "collect": ("grasp_s2r.collect", "run the FSM expert and write a dataset of episodes"),
-    "backgrounds": ("grasp_s2r.vision.cli_backgrounds", "build a corpus of real photos and textures from packages"),
-    "train-vision": ("grasp_s2r.vision.cli_train", "train the segmentation network on sim-real composites"),
-    "eval-vision": ("grasp_s2r.vision.cli_eval", "pixel precision / recall of a segmentation checkpoint"),
-    "calibrate-vision": ("grasp_s2r.vision.cli_calibrate", "set a segmenter's threshold where precision = recall"),
-    "train-gripper": ("grasp_s2r.vision.cli_gripper", "train a gripper head (the fingers' mask) on a frozen segmenter"),
-    "dagger": ("grasp_s2r.control.cli_dagger", "train the closed-loop controller with DAgger"),
-    "eval": ("grasp_s2r.control.cli_eval", "end-to-end success (RGB -> mask -> action) on named conditions"),
-    "pipeline": ("grasp_s2r.pipeline", "collect -> train-vision -> dagger -> eval on the small default"),
-    "export": ("grasp_s2r.export", "write a dataset or DAgger run as a LeRobotDataset or robomimic HDF5 file"),
-    "upgrade": ("grasp_s2r.data.upgrade", "write a dataset of an older grasp_s2r in the current layout"),
+    "collect": ("grasp_s2r.commands.collect", "run the FSM expert and write a dataset of episodes"),
+    "backgrounds": ("grasp_s2r.commands.backgrounds", "build a corpus of real photos and textures from packages"),
+    "train-vision": ("grasp_s2r.commands.train_vision", "train the segmentation network on sim-real composites"),
+    "eval-vision": ("grasp_s2r.commands.eval_vision", "pixel precision / recall of a segmentation checkpoint"),
+    "calibrate-vision": ("grasp_s2r.commands.calibrate_vision", "set a segmenter's threshold where precision = recall"),
+    "train-gripper": ("grasp_s2r.commands.train_gripper", "train a gripper head (the fingers' mask) on a frozen segmenter"),
+    "dagger": ("grasp_s2r.commands.dagger", "train the closed-loop controller with DAgger"),
+    "eval": ("grasp_s2r.commands.eval", "end-to-end success (RGB -> mask -> action) on named conditions"),
+    "pipeline": ("grasp_s2r.commands.pipeline", "collect -> train-vision -> dagger -> eval on the small default"),
+    "export": ("grasp_s2r.commands.export", "write a dataset or DAgger run as a LeRobotDataset or robomimic HDF5 file"),
+    "upgrade": ("grasp_s2r.commands.upgrade", "write a dataset of an older grasp_s2r in the current layout"),
 }
 
 

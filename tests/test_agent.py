@@ -28,7 +28,7 @@ from grasp_s2r.control.train import LabelSet, PolicyTrainConfig, fit
 from grasp_s2r.expert.fsm import Expert
 from grasp_s2r.sim.config import CameraConfig, control_env_config
 from grasp_s2r.sim.env import GraspEnv
-from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
+from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,15 +17,15 @@ import skimage.data
 
 from grasp_s2r.cli import main
 from grasp_s2r.runtime.conditions import load_photos
-from grasp_s2r.vision.backgrounds import (
+from grasp_s2r.vision.images.backgrounds import (
     EMBEDDED_HELDOUT,
     EMBEDDED_TRAIN,
     BackgroundError,
     load_backgrounds,
     split_names,
 )
-from grasp_s2r.vision.corpus_manifest import CORPUS_FORMAT, CORPUS_FORMAT_VERSION, IMAGE_FIELDS, manifest_digest
-from grasp_s2r.vision.corpus_sources import read_allowlist
+from grasp_s2r.vision.images.corpus_manifest import CORPUS_FORMAT, CORPUS_FORMAT_VERSION, IMAGE_FIELDS, manifest_digest
+from grasp_s2r.vision.images.corpus_sources import read_allowlist
 
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb to build test packages")
 

@@ -10,7 +10,7 @@ import torch
 
 from grasp_s2r.cli import main
 from grasp_s2r.control.policy import Policy, read_policy_blob
-from grasp_s2r.vision.segmenter import CheckpointError, Segmenter
+from grasp_s2r.vision.networks.segmenter import CheckpointError, Segmenter
 
 
 class _Payload:

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from grasp_s2r.cli import COMMANDS, build_parser, main
-from grasp_s2r.vision.segmenter import default_checkpoint_path
+from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
 
 settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True,
                           phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure is reported as drawn

@@ -40,8 +40,8 @@ def test_the_new_conditions_are_named_data_evaluated_by_default_and_survive_the_
 
 
 def test_table_texture_code_is_shared_and_crops_as_the_vision_backgrounds_do(rng):
-    from grasp_s2r.vision import simviews
-    from grasp_s2r.vision.backgrounds import random_crop
+    from grasp_s2r.vision.images import simviews
+    from grasp_s2r.vision.images.backgrounds import random_crop
 
     assert simviews.photo_texture is photo_texture and random_crop is crop_resize  # one crop for both
     photo = rng.integers(0, 255, (120, 170, 3), dtype=np.uint8)

@@ -19,13 +19,13 @@ from grasp_s2r.options import config_from_options, default_of
 # command -> (its config dataclass, the options it must be given, the config fields those set)
 GENERATED = {
     "collect": ("grasp_s2r.collect.CollectConfig", ["--out", "d"], {"out": "d"}),
-    "train-vision": ("grasp_s2r.vision.train.SegmenterTrainConfig", [], {}),
-    "eval-vision": ("grasp_s2r.vision.evaluate.VisionEvalConfig", [], {}),
+    "train-vision": ("grasp_s2r.vision.training.train.SegmenterTrainConfig", [], {}),
+    "eval-vision": ("grasp_s2r.vision.evaluation.evaluate.VisionEvalConfig", [], {}),
     "dagger": ("grasp_s2r.control.dagger.DaggerConfig", ["--out", "d"], {"out": "d"}),
     "eval": ("grasp_s2r.control.evaluate.PolicyEvalConfig", ["--policy", "p.pt"], {"policy": "p.pt"}),
     "pipeline": ("grasp_s2r.pipeline.PipelineConfig", [], {}),
-    "calibrate-vision": ("grasp_s2r.vision.calibrate.CalibrationConfig", ["--model", "m.pt"], {"model": "m.pt"}),
-    "train-gripper": ("grasp_s2r.vision.gripper_train.GripperTrainConfig", [], {}),
+    "calibrate-vision": ("grasp_s2r.vision.training.calibrate.CalibrationConfig", ["--model", "m.pt"], {"model": "m.pt"}),
+    "train-gripper": ("grasp_s2r.vision.training.gripper_train.GripperTrainConfig", [], {}),
 }
 
 
@@ -75,7 +75,7 @@ def test_options_left_out_keep_every_dataclass_default(command):
 
 def test_every_option_reaches_its_field():
     """GIVEN non-default values for nested fields WHEN parsed THEN they land in the nested configs."""
-    from grasp_s2r.control import cli_dagger
+    from grasp_s2r.commands import dagger as cli_dagger
 
     args = build_parser(only="dagger").parse_args(
         ["dagger", "--out", "d", "--train-steps", "7", "--camera-jitter-mm", "2", "--cnn-channels", "4,8",
@@ -89,7 +89,7 @@ def test_every_option_reaches_its_field():
 
 def test_one_serializer_round_trips_nested_configs_through_json():
     from grasp_s2r.control.dagger import DaggerConfig
-    from grasp_s2r.vision.train import SegmenterTrainConfig
+    from grasp_s2r.vision.training.train import SegmenterTrainConfig
 
     for cfg in (DaggerConfig(out="x", eval_conditions=("nominal", "perturbation")), SegmenterTrainConfig()):
         assert configs.from_dict(type(cfg), json.loads(json.dumps(configs.to_dict(cfg)))) == cfg
@@ -155,7 +155,7 @@ def test_an_old_dataset_is_refused_by_layout_and_a_new_one_by_field(tmp_path):
 
 
 def test_an_old_vision_run_still_resumes():
-    from grasp_s2r.vision.train import SegmenterTrainConfig, TrainError, _check_resume, _run_config
+    from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, _check_resume, _run_config
 
     split = OLD["vision_run_config"]["background_split"]
     whole_images = {"crop_px": 0, "full_size_share": 0.0}  # runs made before crop training trained so
@@ -176,8 +176,8 @@ def test_the_shipped_weights_configs_load_with_the_one_serializer():
     from grasp_s2r.agent import default_controller_path
     from grasp_s2r.control.dagger import DaggerConfig
     from grasp_s2r.sim.config import EnvConfig
-    from grasp_s2r.vision.segmenter import default_checkpoint_path, read_checkpoint
-    from grasp_s2r.vision.train import SegmenterTrainConfig
+    from grasp_s2r.vision.networks.segmenter import default_checkpoint_path, read_checkpoint
+    from grasp_s2r.vision.training.train import SegmenterTrainConfig
 
     seg = read_checkpoint(default_checkpoint_path())["config"]
     assert configs.from_dict(SegmenterTrainConfig, seg["train"]).architecture == "unet"

@@ -178,7 +178,7 @@ def test_cli_options_reach_the_config_and_bad_values_are_refused():
     import argparse
 
     from grasp_s2r.cli import UsageError
-    from grasp_s2r.control import cli_dagger
+    from grasp_s2r.commands import dagger as cli_dagger
 
     parser = argparse.ArgumentParser()
     cli_dagger.add_arguments(parser)

@@ -160,9 +160,9 @@ def test_predicted_masks_come_from_one_batched_segmenter_call_per_step(tmp_path)
     from grasp_s2r.runtime.pool import RolloutPool
     from grasp_s2r.runtime.records import EXPERT, EpisodeRequest
     from grasp_s2r.sim.config import EnvConfig, SceneConfig
-    from grasp_s2r.vision.backgrounds import split_names
-    from grasp_s2r.vision.model import build_model
-    from grasp_s2r.vision.segmenter import Segmenter, make_checkpoint
+    from grasp_s2r.vision.images.backgrounds import split_names
+    from grasp_s2r.vision.networks.model import build_model
+    from grasp_s2r.vision.networks.segmenter import Segmenter, make_checkpoint
 
     torch.manual_seed(0)
     kwargs = {"width": 4, "depth": 1}

@@ -77,7 +77,7 @@ def test_the_runtime_feeds_the_gripper_mask_that_training_replays():
 
 
 def test_a_segmenter_without_a_gripper_output_is_refused_in_one_line():
-    from grasp_s2r.vision.segmenter import Segmenter, default_checkpoint_path
+    from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 
     policy = Policy(PolicyConfig(gripper=True), device="cpu")
     rgb = np.zeros((1, 64, 64, 3), np.uint8)

@@ -20,7 +20,7 @@ import pytest
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
 from grasp_s2r.interrupts import _quiet_cut_handover, children_ignore_interrupts
-from grasp_s2r.vision.segmenter import read_checkpoint
+from grasp_s2r.vision.networks.segmenter import read_checkpoint
 
 EXIT_WITHIN_S = 5.0
 

@@ -31,7 +31,7 @@ from grasp_s2r.cli import COMMANDS, main
 from grasp_s2r.cpu import available_cores
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
 from grasp_s2r.files import ARTIFACT_MARKER, ArtifactFolder, folder_kind
-from grasp_s2r.vision.segmenter import default_checkpoint_path
+from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
 
 CASE_TIME_LIMIT_S = 60
 """A bad input must be refused before the work starts: a row still running after this fails."""

@@ -20,7 +20,7 @@ import pytest
 
 from grasp_s2r.cli import main
 from grasp_s2r.cpu import available_cores
-from grasp_s2r.vision.segmenter import default_checkpoint_path
+from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
 
 CTRL = Path(default_checkpoint_path()).parent / "controller.pt"
 
@@ -271,7 +271,7 @@ def test_a_partly_decodable_jpg_is_refused_not_trained_on(cwd, damage):
     good = buf.tobytes()
     for i in range(4):
         (photos / f"p{i}.jpg").write_bytes(good)
-    from grasp_s2r.vision.backgrounds import split_names
+    from grasp_s2r.vision.images.backgrounds import split_names
 
     victim = split_names(photos)["train"][0]  # a training photo: the ones train-vision reads
     bad = bytearray(good)

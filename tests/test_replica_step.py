@@ -8,8 +8,8 @@ from torch.nn import functional as F
 
 from grasp_s2r.replica_step import MIN_SLICE, ReplicaStep
 from grasp_s2r.train_speed import step_replicas
-from grasp_s2r.vision.model import build_model
-from grasp_s2r.vision.train_config import segmentation_loss
+from grasp_s2r.vision.networks.model import build_model
+from grasp_s2r.vision.training.train_config import segmentation_loss
 
 
 def _bce(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

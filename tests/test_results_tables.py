@@ -84,3 +84,27 @@ def test_transcribed_tables_say_where_their_figures_come_from(name):
     res = load_results(BENCH / "results" / f"{name}.json")
     assert res["source"].startswith("transcribed, not re-measured") and res["command"] and res["machine"]
     assert all(len(row) == len(res["figures"]["columns"]) for row in res["figures"]["rows"])
+
+
+def test_a_benchmark_records_in_benchmarks_results_only_with_save(tmp_path, monkeypatch, capsys):
+    import argparse
+
+    import results_io
+
+    # GIVEN the tracked results folder and the ignored scratch folder (here: under tmp_path)
+    monkeypatch.setattr(results_io, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(results_io, "SCRATCH_DIR", tmp_path / "runs")
+    parser = argparse.ArgumentParser()
+    results_io.add_json_argument(parser, "bench_x")
+    for argv, where in (([], "runs"), (["--save"], "results"),
+                        (["--json", str(tmp_path / "results" / "bench_x.json")], "results")):
+        args = parser.parse_args(argv)
+        # WHEN a run writes its figures to its default file (or the one --json names)
+        path = results_io.write_results(args.json, "bench_x", {"n": 1}, args, argv=["benchmarks/bench_x.py", *argv])
+        # THEN benchmarks/results/ is written only with --save or a --json naming it; else runs/benchmarks/
+        assert path == tmp_path / where / "bench_x.json" and path.is_file(), argv
+        assert "save" not in json.loads(path.read_text())["config"]
+        shutil.rmtree(path.parent)
+    # AND a run given an explicit default path in benchmarks/results/ (bench_eval's) follows the same rule
+    path = results_io.write_results(tmp_path / "results" / "eval_shipped.json", "bench_eval", {}, parser.parse_args([]))
+    assert path == tmp_path / "runs" / "eval_shipped.json"

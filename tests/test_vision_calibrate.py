@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from grasp_s2r.cli import main
-from grasp_s2r.vision.backgrounds import split_names
-from grasp_s2r.vision.calibrate import break_even_threshold, precision_recall_curve
-from grasp_s2r.vision.model import build_model
-from grasp_s2r.vision.segmenter import CheckpointError, Segmenter, make_checkpoint, read_checkpoint
+from grasp_s2r.vision.images.backgrounds import split_names
+from grasp_s2r.vision.networks.model import build_model
+from grasp_s2r.vision.networks.segmenter import CheckpointError, Segmenter, make_checkpoint, read_checkpoint
+from grasp_s2r.vision.training.calibrate import break_even_threshold, precision_recall_curve
 
 
 def test_break_even_on_hand_made_probabilities():

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from grasp_s2r.sim.camera import Frame
-from grasp_s2r.vision.augment import NO_AUGMENT, Augmenter
-from grasp_s2r.vision.backgrounds import (
+from grasp_s2r.vision.images.augment import NO_AUGMENT, Augmenter
+from grasp_s2r.vision.images.backgrounds import (
     EMBEDDED_HELDOUT,
     EMBEDDED_TRAIN,
     BackgroundError,
@@ -19,9 +19,9 @@ from grasp_s2r.vision.backgrounds import (
     recolor,
     split_names,
 )
-from grasp_s2r.vision.composite import CompositeConfig, camouflage, composite_frame
-from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for
-from grasp_s2r.vision.simviews import SimViewSampler, ViewConfig
+from grasp_s2r.vision.images.composite import CompositeConfig, camouflage, composite_frame
+from grasp_s2r.vision.images.dataset import CompositeDataset, DataConfig, env_config_for
+from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ import torch
 
 from grasp_s2r import cpu
 from grasp_s2r.train_speed import choose_precision
-from grasp_s2r.vision import train as train_module
-from grasp_s2r.vision.backgrounds import load_backgrounds
-from grasp_s2r.vision.crops import CropConfig, CropDataset, crop_windows, cut, flatten_crops
-from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, env_config_for
-from grasp_s2r.vision.segmenter import read_checkpoint
-from grasp_s2r.vision.train import SegmenterTrainConfig, TrainError, train
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.crops import CropConfig, CropDataset, crop_windows, cut, flatten_crops
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, CompositeDataset, env_config_for
+from grasp_s2r.vision.networks.segmenter import read_checkpoint
+from grasp_s2r.vision.training import train as train_module
+from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, train
 
 FLAGS = "fpu sse avx2 avx512f avx512bw"
 

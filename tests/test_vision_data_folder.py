@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from grasp_s2r.cli import main
-from grasp_s2r.vision.backgrounds import split_names
-from grasp_s2r.vision.evaluate import EVAL_FORMAT_VERSION
-from grasp_s2r.vision.folder import DataFolderError, load_folder
-from grasp_s2r.vision.model import build_model
-from grasp_s2r.vision.segmenter import CheckpointError, Segmenter, default_checkpoint_path, make_checkpoint
+from grasp_s2r.vision.evaluation.evaluate import EVAL_FORMAT_VERSION
+from grasp_s2r.vision.images.backgrounds import split_names
+from grasp_s2r.vision.images.folder import DataFolderError, load_folder
+from grasp_s2r.vision.networks.model import build_model
+from grasp_s2r.vision.networks.segmenter import CheckpointError, Segmenter, default_checkpoint_path, make_checkpoint
 
 
 @pytest.fixture(scope="module")

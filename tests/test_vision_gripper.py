@@ -18,11 +18,12 @@ from grasp_s2r.cli import main
 from grasp_s2r.configs import to_dict
 from grasp_s2r.control.policy import Policy, PolicyConfig
 from grasp_s2r.runtime.masks import make_mask_source, mask_source_identity
-from grasp_s2r.vision.augment import AugmentConfig
-from grasp_s2r.vision.backgrounds import load_backgrounds
-from grasp_s2r.vision.composite import CompositeConfig
-from grasp_s2r.vision.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
-from grasp_s2r.vision.gripper import (
+from grasp_s2r.vision.images.augment import AugmentConfig
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.composite import CompositeConfig
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, CompositeDataset, DataConfig, env_config_for
+from grasp_s2r.vision.images.reshade import ReshadeConfig
+from grasp_s2r.vision.networks.gripper import (
     GripperHead,
     GripperHeadError,
     attach_gripper_head,
@@ -31,16 +32,15 @@ from grasp_s2r.vision.gripper import (
     read_head_checkpoint,
     write_head_checkpoint,
 )
-from grasp_s2r.vision.gripper_train import GripperTrainConfig, evaluate_head, view_env_config
-from grasp_s2r.vision.model import UNet
-from grasp_s2r.vision.reshade import ReshadeConfig
-from grasp_s2r.vision.segmenter import (
+from grasp_s2r.vision.networks.model import UNet
+from grasp_s2r.vision.networks.segmenter import (
     CheckpointError,
     Segmenter,
     default_checkpoint_path,
     read_checkpoint,
     write_checkpoint,
 )
+from grasp_s2r.vision.training.gripper_train import GripperTrainConfig, evaluate_head, view_env_config
 
 SHIPPED_VAL_IOU = 0.71
 """IoU of the shipped head on the first 64 validation composites (`evaluate_head`, measured: 0.710; 0.718 on all 256)."""
@@ -106,7 +106,7 @@ def test_a_head_round_trips_and_another_segmenters_head_or_file_is_refused(tmp_p
     assert attach_gripper_head(seg, tmp_path / "head.pt") == tmp_path / "head.pt"
     assert seg.has_gripper_head and seg.gripper_threshold == 0.4
     rgb = np.random.default_rng(0).integers(0, 256, (2, 64, 64, 3), dtype=np.uint8)
-    from grasp_s2r.vision.model import to_input_tensor
+    from grasp_s2r.vision.networks.model import to_input_tensor
 
     with torch.no_grad():
         expected = torch.sigmoid(head(shipped.model.features(to_input_tensor(rgb))))[:, 0].numpy()

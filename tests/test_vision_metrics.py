@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from grasp_s2r.vision.metrics import confusion_counts, format_table, pixel_metrics
+from grasp_s2r.vision.evaluation.metrics import confusion_counts, format_table, pixel_metrics
 
 
 def _masks() -> tuple[np.ndarray, np.ndarray]:
@@ -70,7 +70,7 @@ def test_shape_mismatch_raises():
 def test_per_image_dice_weighs_a_missed_small_sphere_like_a_large_one():
     import torch
 
-    from grasp_s2r.vision.train_config import segmentation_loss
+    from grasp_s2r.vision.training.train_config import segmentation_loss
 
     target = torch.zeros(2, 1, 16, 16)
     target[0, 0, :12, :12] = 1.0  # large sphere, predicted perfectly
@@ -93,7 +93,7 @@ def _disc(hw: int, cx: float, cy: float, diameter: float) -> np.ndarray:
 def test_size_balanced_loss_makes_a_missed_3_px_sphere_cost_as_much_as_a_missed_11_px_one():
     import torch
 
-    from grasp_s2r.vision.train_config import BALANCE_REFERENCE_PX, segmentation_loss, sphere_pixel_weights
+    from grasp_s2r.vision.training.train_config import BALANCE_REFERENCE_PX, segmentation_loss, sphere_pixel_weights
 
     small, large = _disc(32, 8.0, 8.0, 3.2), _disc(32, 20.0, 20.0, 11.0)
     target = torch.from_numpy(np.stack([small, large])[:, None].astype(np.float32))
@@ -112,7 +112,7 @@ def test_size_balanced_loss_makes_a_missed_3_px_sphere_cost_as_much_as_a_missed_
 
 
 def test_metrics_by_width_bins_spheres_by_the_width_of_their_area():
-    from grasp_s2r.vision.metrics import mask_width_px, metrics_by_width
+    from grasp_s2r.vision.evaluation.metrics import mask_width_px, metrics_by_width
 
     target = np.stack([_disc(32, 16, 16, d) for d in (2.5, 3.5, 5.0, 7.0, 10.0, 14.0)] + [np.zeros((32, 32), bool)])
     widths = mask_width_px(target)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
-from grasp_s2r.vision import painted
-from grasp_s2r.vision.painted import (
+from grasp_s2r.vision.testsets import painted
+from grasp_s2r.vision.testsets.painted import (
     EPISODE_DISTANCE_QUANTILES_M,
     QUANTILE_LEVELS,
     PaintedConfig,
@@ -211,9 +211,9 @@ def test_painted_shares_no_code_with_the_training_renderers():
     assert imported <= {"__future__", "itertools", "math", "dataclasses", "typing", "cv2", "numpy", "tqdm",
                         "grasp_s2r.sim.config"}
     # in a fresh interpreter, importing painted loads none of the training renderer modules
-    forbidden = ["grasp_s2r.vision.composite", "grasp_s2r.vision.simviews", "grasp_s2r.vision.dataset",
-                 "grasp_s2r.vision.augment", "grasp_s2r.sim.env", "grasp_s2r.sim.randomization",
+    forbidden = ["grasp_s2r.vision.images.composite", "grasp_s2r.vision.images.simviews", "grasp_s2r.vision.images.dataset",
+                 "grasp_s2r.vision.images.augment", "grasp_s2r.sim.env", "grasp_s2r.sim.randomization",
                  "grasp_s2r.sim.camera", "grasp_s2r.sim.robot"]
-    code = f"import sys, grasp_s2r.vision.painted; print([m for m in {forbidden!r} if m in sys.modules])"
+    code = f"import sys, grasp_s2r.vision.testsets.painted; print([m for m in {forbidden!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout

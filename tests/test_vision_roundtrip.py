@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from grasp_s2r.cli import main
-from grasp_s2r.vision.backgrounds import split_names
-from grasp_s2r.vision.model import build_model
-from grasp_s2r.vision.segmenter import Segmenter, make_checkpoint
+from grasp_s2r.vision.images.backgrounds import split_names
+from grasp_s2r.vision.networks.model import build_model
+from grasp_s2r.vision.networks.segmenter import Segmenter, make_checkpoint
 
 # the photos-only compositor (what the held-out composites are made with): 120 steps are too few for the full mixture
 TINY = ["--image-size", "32", "--batch-size", "16", "--width", "8", "--val-every", "40", "--lr", "0.01", "--threads", "1",

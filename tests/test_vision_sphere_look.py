@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from grasp_s2r.sim.camera import Frame
-from grasp_s2r.vision.augment import NO_AUGMENT
-from grasp_s2r.vision.backgrounds import load_backgrounds
-from grasp_s2r.vision.composite import CompositeConfig, composite_frame, mirror
-from grasp_s2r.vision.dataset import CompositeDataset, DataConfig, env_config_for
-from grasp_s2r.vision.reshade import ReshadeConfig, grey_albedo
-from grasp_s2r.vision.simviews import SimViewSampler, ViewConfig
+from grasp_s2r.vision.images.augment import NO_AUGMENT
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.composite import CompositeConfig, composite_frame, mirror
+from grasp_s2r.vision.images.dataset import CompositeDataset, DataConfig, env_config_for
+from grasp_s2r.vision.images.reshade import ReshadeConfig, grey_albedo
+from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
 
 
 @pytest.fixture(scope="module")

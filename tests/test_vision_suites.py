@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from grasp_s2r.cli import main
-from grasp_s2r.vision.augment import NO_AUGMENT
-from grasp_s2r.vision.backgrounds import load_backgrounds
-from grasp_s2r.vision.dataset import TRAINING_DATA, BackgroundMix, CompositeDataset, DataConfig, env_config_for
-from grasp_s2r.vision.reshade import ReshadeConfig, reshade, sphere_normals
-from grasp_s2r.vision.simviews import SimViewSampler, ViewConfig
-from grasp_s2r.vision.suites import SUITES, SuiteError, resolve_suites, suite_images
+from grasp_s2r.vision.images.augment import NO_AUGMENT
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix, CompositeDataset, DataConfig, env_config_for
+from grasp_s2r.vision.images.reshade import ReshadeConfig, reshade, sphere_normals
+from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
+from grasp_s2r.vision.testsets.suites import SUITES, SuiteError, resolve_suites, suite_images
 
 HW = (64, 64)
 

@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from grasp_s2r.vision.synthetic import TEXTURE_KINDS, add_distractors, flat_colour, procedural_texture
+from grasp_s2r.vision.images.synthetic import TEXTURE_KINDS, add_distractors, flat_colour, procedural_texture
 
 HWS = [(64, 64), (48, 80)]
 

@@ -10,23 +10,40 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from grasp_s2r.control import seeds
+from grasp_s2r.control.dagger_config import DaggerConfig
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.control.run_store import BC_KIND
+from grasp_s2r.control.run_store import BC_KIND, RunStore
+from grasp_s2r.control.training_episodes import TrainingEpisodes
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
-
-if TYPE_CHECKING:
-    from grasp_s2r.control.dagger import DaggerTrainer
+from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest
 
 EXPERT_STEPS_PER_EPISODE = 12.0
 """A lower estimate of an expert episode's labels (~14 steps), to size the episodes still to collect."""
 
 
-def bc_labels(trainer: DaggerTrainer, n_labels: int) -> list[Path]:
+class Trainer(Protocol):
+    """What BC uses of :class:`~grasp_s2r.control.dagger.DaggerTrainer` (which imports this module, not the reverse):
+    its run, its training episodes, its rollouts and its training step."""
+
+    cfg: DaggerConfig
+    store: RunStore
+    episodes: TrainingEpisodes
+
+    def rollouts_to(self, root: Path, config: dict[str, Any], kind: str, todo: list[int],
+                    requests: list[EpisodeRequest], policy: Policy | None, **run_kw: Any) -> list[EpisodeRecord]: ...
+
+    def load_or_new(self, path: Path | None) -> Policy: ...
+
+    def train_and_measure(self, policy: Policy, roots: list[Path], limit: int | None, rng_key: list[int],
+                          name: str) -> dict[str, Any]: ...
+
+
+def bc_labels(trainer: Trainer, n_labels: int) -> list[Path]:
     """Expert-only datasets holding at least ``n_labels`` labels: round 0, then ``bc-expert/`` (extended)."""
     store = trainer.store
     root = store.bc_dir
@@ -46,7 +63,7 @@ def bc_labels(trainer: DaggerTrainer, n_labels: int) -> list[Path]:
     return [store.round_dir(0), root]
 
 
-def bc_round(trainer: DaggerTrainer, r: int, dagger: dict[str, Any],
+def bc_round(trainer: Trainer, r: int, dagger: dict[str, Any],
              dagger_policy: Policy) -> tuple[dict[str, Any], Policy]:
     """Train and measure BC at the labels DAgger round ``r`` had (``dagger``: its metrics); returns the ``bc_*``
     columns of the round's learning-curve row and the BC controller (for its checkpoint)."""

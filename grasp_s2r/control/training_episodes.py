@@ -18,7 +18,7 @@ from grasp_s2r.runtime.conditions import CONDITIONS, Condition
 from grasp_s2r.runtime.records import EpisodeRequest
 
 if TYPE_CHECKING:
-    from grasp_s2r.control.dagger import DaggerConfig
+    from grasp_s2r.control.dagger_config import DaggerConfig
 
 PUSH_STREAM, OUT_OF_VIEW_STREAM, TABLE_PHOTO_STREAM, DROPOUT_STREAM = 3, 6, 7, 8
 """Random streams of a training episode's condition: ``default_rng([seed, stream])`` (its mixture's: ``mixing``)."""

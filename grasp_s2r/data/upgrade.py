@@ -10,7 +10,6 @@ demonstration was collected with the expert acting and ground-truth masks, so th
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from grasp_s2r.data.episodes import (
     remove_partial,
 )
 from grasp_s2r.files import ArtifactFolder
-from grasp_s2r.options import UsageError
 from grasp_s2r.runtime.conditions import Condition
 from grasp_s2r.runtime.masks import mask_source_identity
 from grasp_s2r.runtime.records import EXPERT, STEP_KEYS, rollout_features
@@ -70,19 +68,3 @@ def upgrade_dataset(src: Path, out: Path, progress: bool = True) -> int:
                 writer.write(index, arrays, {**info, "beta": EXPERT.expert_share, "condition": Condition().name})
                 n += 1
     return n
-
-
-# --- CLI ------------------------------------------------------------------------------------------
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", metavar="DATASET", help="a 'grasp-s2r collect' dataset written by an older grasp_s2r")
-    p.add_argument("--out", required=True, help="the new dataset folder (created, or resumed)")
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        n = upgrade_dataset(Path(args.dataset), Path(args.out))
-    except DatasetError as e:
-        raise UsageError(str(e)) from None
-    ds = EpisodeDataset(args.out, verify=False)  # just written
-    print(f"upgrade: {len(ds)} episodes ({n} written this run) in the current layout -> {Path(args.out).resolve()}")
-    return 0

@@ -10,10 +10,16 @@ interface, so Ray is added once, here and in :mod:`grasp_s2r.runtime.ray_backend
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, Self, get_args
+from typing import TYPE_CHECKING, Protocol, Self
 
 from grasp_s2r.expert.fsm import ExpertConfig
+from grasp_s2r.runtime.backend_config import (  # noqa: F401 - re-exported: the public names
+    BACKENDS,
+    RAY_INSTALL_HINT,
+    Backend,
+    BackendConfig,
+    BackendUnavailable,
+)
 from grasp_s2r.runtime.masks import MaskSource
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest
@@ -21,35 +27,6 @@ from grasp_s2r.sim.config import EnvConfig
 
 if TYPE_CHECKING:
     from grasp_s2r.control.policy import Policy
-
-Backend = Literal["local", "ray"]
-BACKENDS: tuple[str, ...] = get_args(Backend)
-RAY_INSTALL_HINT = 'pip install -e ".[ray]"'
-
-
-class BackendUnavailable(RuntimeError):
-    """The backend asked for cannot start here (Ray not installed, no cluster at the address...)."""
-
-
-@dataclass(frozen=True)
-class BackendConfig:
-    """How rollouts are spread; never part of a run's identity (results do not depend on it)."""
-
-    backend: Backend = "local"
-    """"local": worker processes on this machine; "ray": Ray actors (a local runtime or a cluster)."""
-    ray_address: str = ""
-    """Ray cluster to join ("auto": the one ``ray start`` made on this node; "": start a local runtime)."""
-    ray_actors: int = 0
-    """Ray actors (0: one per alive node of the cluster)."""
-
-    def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
-        if self.ray_actors < 0:
-            raise ValueError(f"ray_actors must be >= 0, got {self.ray_actors}")
-        if self.backend == "local" and (self.ray_address or self.ray_actors):
-            raise ValueError("--ray-address / --ray-actors need --backend ray")
-
 
 class EpisodeRunner(Protocol):
     """What ``collect``, ``dagger`` and ``eval`` run episodes on."""

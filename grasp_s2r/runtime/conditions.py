@@ -135,14 +135,14 @@ def resolve_condition(name: str, backgrounds_dir: str | None = None) -> Conditio
 
 def load_photos(source: str) -> list[np.ndarray]:
     """Photos uint8 (H, W, 3) of an embedded split (``"train"``, ``"heldout"``), or all photos of a folder."""
-    from grasp_s2r.vision.backgrounds import load_backgrounds  # only composited conditions need vision
+    from grasp_s2r.vision.images.backgrounds import load_backgrounds  # only composited conditions need vision
 
     if source in PHOTO_SPLITS:
         photos = load_backgrounds(split=source)
     else:
         if not Path(source).is_dir():
             raise FileNotFoundError(f"backgrounds folder {source} does not exist")
-        from grasp_s2r.vision.corpus_manifest import is_corpus
+        from grasp_s2r.vision.images.corpus_manifest import is_corpus
 
         if is_corpus(source):  # its split holds the training photos: grasping tests take photos to test on
             raise ValueError(f"{source} is a corpus of training photos (grasp-s2r backgrounds), not photos to test on")
@@ -252,8 +252,8 @@ class EpisodeHooks:
                                 truncated=False)
             self.events.append({"event": "table-photo", "step": 0, "texture": k})
         if c.backgrounds:
-            from grasp_s2r.vision.backgrounds import random_crop
-            from grasp_s2r.vision.composite import composite_frame
+            from grasp_s2r.vision.images.backgrounds import random_crop
+            from grasp_s2r.vision.images.composite import composite_frame
 
             photos = self._photos(c.backgrounds)
             cam = env.config.camera

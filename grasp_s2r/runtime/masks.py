@@ -65,7 +65,7 @@ def mask_source_identity(kind: str, vision_checkpoint: str = "") -> dict[str, st
 
 def checkpoint_path(vision_checkpoint: str = "") -> Path:
     """The segmenter checkpoint of predicted masks: ``vision_checkpoint``, or the one packaged with grasp_s2r."""
-    from grasp_s2r.vision.segmenter import default_checkpoint_path
+    from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
 
     return Path(vision_checkpoint) if vision_checkpoint else default_checkpoint_path()
 
@@ -79,7 +79,7 @@ def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None)
     if kind != "predicted":
         raise ValueError(f"masks must be 'predicted' or 'gt', got {kind!r}")
     try:
-        from grasp_s2r.vision.gripper import load_segmenter_with_head
+        from grasp_s2r.vision.networks.gripper import load_segmenter_with_head
 
         path = checkpoint_path(vision_checkpoint)
     except ImportError as e:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Self
 from tqdm import tqdm
 
 from grasp_s2r.expert.fsm import ExpertConfig
-from grasp_s2r.runtime.backend import RAY_INSTALL_HINT, BackendUnavailable
+from grasp_s2r.runtime.backend_config import RAY_INSTALL_HINT, BackendUnavailable
 from grasp_s2r.runtime.masks import GroundTruthMasks, MaskSource
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest, hand_over

@@ -1,0 +1,167 @@
+"""``grasp-s2r train-vision``: train the segmentation network on sim-real composites."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from grasp_s2r.options import (
+    Option,
+    UsageError,
+    add_options,
+    comma_text,
+    config_from_options,
+    non_negative_int,
+    positive_int,
+    torch_device,
+)
+from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
+from grasp_s2r.vision.images.backgrounds import BackgroundError, load_backgrounds
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix
+from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, check_init_checkpoint, train
+
+RESUME_HINT = ("the steps done are kept (OUT/checkpoint-latest.pt, written on interrupt): run the same command "
+               "with --resume to continue")
+
+def _range(flag: str) -> Callable[[str], tuple[float, float]]:
+    """The parser of a ``LO,HI`` range option (its errors name ``flag``)."""
+    return lambda text: parse_range(text, flag)
+
+
+OPTIONS = (
+    Option("--steps", "optimizer steps in total", "steps", type=positive_int),
+    Option("--batch-size", "composites per step", "batch_size", type=positive_int),
+    Option("--lr", "peak learning rate", "lr", type=float),
+    Option("--arch", "network", "architecture"),
+    Option("--width", "U-Net channels at full resolution", "width", type=positive_int),
+    Option("--image-size", "square input / camera size in px", "image_size_px", type=positive_int),
+    Option("--seed", "seed of weights and composites", "seed", type=non_negative_int),
+    Option("--val-every", "validate (and checkpoint) every N steps", "val_every", also=("checkpoint_every",),
+           type=positive_int),
+    Option("--workers", "DataLoader worker processes making composites (0: in-process)", "workers", type=int,
+           show=lambda w: "auto: 1 on a CPU of 2+ cores, the step on the others" if w is None else str(w)),
+    Option("--crop-px", "train on crops of this many px (0: whole images at every step)", "crop_px",
+           type=non_negative_int, metavar="PX",
+           show=lambda c: "32 from random weights, 0 with --init" if c is None else str(c)),
+    Option("--crops-per-composite", "crops cut from each composite", "crops_per_composite", type=positive_int),
+    Option("--crop-sphere-share", "share of the crops placed around the sphere", "crop_sphere_share", type=float),
+    Option("--full-size-share", "share of the steps, the last ones, on whole images (with crops)",
+           "full_size_share", type=float),
+    Option("--init", "start from this segmenter checkpoint's weights (fine-tuning; same --arch/--width/"
+           "--image-size)", "init_checkpoint", convert=lambda p: str(Path(p).resolve()),
+           show=lambda c: c or "none: random weights"),
+    Option("--recolor-prob", "share of background crops with randomized colours", "data.background_recolor_prob",
+           type=float),
+    Option("--camouflage-prob", "share of spheres recoloured like the photo around them",
+           "data.composite.camouflage_prob", type=float),
+    Option("--grey-prob", "share of sphere colours (the sim's and the re-shader's new ones) that are grey or nearly: "
+           "black to white", "data.reshade.grey_albedo_prob", also=("data.view.grey_color_prob",), type=float),
+    Option("--mirror-prob", "share of pasted spheres that are mirror-like, showing the photo around them curved",
+           "data.composite.mirror_prob", type=float),
+    Option("--shadow-sigma", "range of the blur of the pasted sphere's shadow in px (small: a hard shadow)",
+           "data.composite.shadow_sigma_px", convert=_range("--shadow-sigma"), metavar="LO,HI", show=comma_text),
+    Option("--mix", "background mixture weights (kinds not named keep the recipe's weight)", "data.mix",
+           convert=lambda text: parse_mix(text, TRAINING_DATA.mix), metavar="KIND=W,...",
+           show=lambda m: comma_text(f"{k}={v:g}" for k, v in dataclasses.asdict(m).items())),
+    Option("--reshade-prob", "share of spheres re-lit from their geometry", "data.reshade.prob", type=float),
+    Option("--distractor-prob", "share of pasted-on backgrounds with hard-negative distractors (measured harmful)",
+           "data.distractor_prob", type=float),
+    Option("--affine-scale", "range of the affine zoom of training composites (the recipe's: spheres up to the "
+           "16 px the camera shows at its closest)", "data.augment.affine_scale", convert=_range("--affine-scale"), metavar="LO,HI",
+           show=comma_text),
+    Option("--empty-view-prob", "share of sim views without a sphere", "data.view.empty_prob", type=float),
+    Option("--size-balanced", "each sphere's pixels weigh the same in the loss, whatever its size (a missed "
+           "3 px sphere costs as much as a missed 11 px one)", sets={"size_balanced": True}),
+    Option("--dice-per-image", "Dice loss per image, averaged (small spheres weigh as much as large ones)",
+           sets={"dice_per_image": True}),
+    Option("--calibration-images", "set the final threshold where precision = recall on N validation composites "
+           "(0: keep 0.5)", "calibration_images", type=int),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=Path("runs/vision"), help="run folder (default: runs/vision)")
+    add_options(parser, SegmenterTrainConfig, OPTIONS)
+    parser.add_argument("--backgrounds", type=Path, default=None,
+                        help="folder of your own background photos (default: the embedded scikit-image photos)")
+    parser.add_argument("--device", type=torch_device, default=None,
+                        help="torch device (default: cuda when present, else cpu)")
+    parser.add_argument("--amp", choices=("auto", "on", "off"), default="auto",
+                        help="bf16 mixed precision (auto: on CUDA; on a CPU with AVX-512 BF16 or AMX where a short "
+                             "probe of the step finds it faster than fp32)")
+    parser.add_argument("--threads", type=positive_int, default=None,
+                        help="torch CPU threads of one replica of the step (default: 1, one replica per core)")
+    parser.add_argument("--replicas", type=positive_int, default=None,
+                        help="replicas of the network sharing each step's batch, one thread each (default: one per "
+                             "CPU core; 1 with --threads or on a GPU)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    add_tensorboard_argument(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def config_from_args(args: argparse.Namespace) -> SegmenterTrainConfig:
+    """The run's config; ``--val-every`` (and the checkpoint interval) capped at ``--steps``."""
+    if args.workers is not None and args.workers < 0:
+        raise UsageError(f"--workers must be >= 0, got {args.workers}")
+    if args.lr is not None and not 0 < args.lr < math.inf:
+        raise UsageError(f"--lr must be a positive number, got {args.lr}")
+    cfg = config_from_options(SegmenterTrainConfig, args, OPTIONS)
+    every = min(cfg.val_every, cfg.steps)
+    return dataclasses.replace(cfg, val_every=every, checkpoint_every=every)
+
+
+def parse_mix(text: str, base: BackgroundMix) -> BackgroundMix:
+    """``"photo=0.4,flat=0.1"`` -> ``base`` with those weights; a bad kind or number -> ValueError (one line)."""
+    kinds = {f.name for f in dataclasses.fields(base)}
+    weights = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        kind, _, value = part.partition("=")
+        if kind not in kinds:
+            raise ValueError(f"--mix: unknown background kind {kind!r}; kinds: {', '.join(sorted(kinds))}")
+        try:
+            weights[kind] = float(value)
+        except ValueError:
+            raise ValueError(f"--mix: {kind} needs a number, got {value!r}") from None
+    return dataclasses.replace(base, **weights)
+
+
+def parse_range(text: str, option: str) -> tuple[float, float]:
+    """``"0.75,1.5"`` -> (0.75, 1.5); anything else -> ValueError naming ``option``."""
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"{option}: expected LO,HI, got {text!r}") from None
+    if not 0 < lo <= hi < math.inf:
+        raise ValueError(f"{option}: expected 0 < LO <= HI < inf, got {text!r}")
+    return lo, hi
+
+
+def _check_inputs(cfg: SegmenterTrainConfig, args: argparse.Namespace) -> None:
+    """What ``train`` would refuse only after making its validation composites: checked first (one line, nothing
+    written). Raises TrainError / BackgroundError."""
+    latest = args.out / "checkpoint-latest.pt"
+    if args.resume and not latest.is_file():
+        raise TrainError(f"--resume: {latest} does not exist")
+    if cfg.init_checkpoint and not args.resume:
+        check_init_checkpoint(cfg)
+    if args.backgrounds is not None:
+        load_backgrounds("train", args.backgrounds)  # the folder, its photo count and every training photo
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    cfg = config_from_args(args)
+    device = torch.device(args.device) if args.device else None  # checked by the parser (options.torch_device)
+    try:
+        _check_inputs(cfg, args)
+        final = train(cfg, args.out, resume=args.resume, backgrounds_dir=args.backgrounds, device=device, amp=args.amp,
+                      threads=args.threads, replicas=args.replicas, progress=not args.no_progress,
+                      tensorboard=resolve_logdir(args.tensorboard, args.out))
+    except (TrainError, BackgroundError, TensorBoardUnavailable) as e:
+        raise UsageError(str(e)) from None
+    print(f"train-vision: wrote {final} (curve: {args.out / 'curve.png'}, composites: {args.out / 'composites.png'})")
+    return 0

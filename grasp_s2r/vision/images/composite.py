@@ -1,0 +1,144 @@
+"""Sim-real composition: paste the simulated sphere and gripper fingers of a wrist frame onto a real photo.
+
+Soft alpha edges (the object's rim pixels are part object, part photo: no hard cut-out, no halo of
+sim table) and an optional soft shadow, so that the sphere is not separable by its border alone. The label is the renderer's ground-truth sphere mask, unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from grasp_s2r.sim.camera import Frame
+from grasp_s2r.vision.images.reshade import sphere_normals
+
+
+@dataclass(frozen=True)
+class CompositeConfig:
+    """How sim pixels are blended onto a background."""
+
+    edge_sigma_px: tuple[float, float] = (0.3, 0.8)
+    """Range of the Gaussian sigma that softens the alpha edge of pasted pixels."""
+    shadow_prob: float = 0.5
+    """Probability of a soft shadow under the pasted pixels."""
+    shadow_strength: tuple[float, float] = (0.15, 0.5)
+    """Range of the fraction by which the shadow darkens the background."""
+    shadow_offset_px: float = 3.0
+    """Largest shift of the shadow relative to the object, per axis."""
+    shadow_sigma_px: tuple[float, float] = (1.0, 3.0)
+    """Range of the blur of the shadow."""
+    paste_gripper: bool = True
+    """Paste the gripper fingers too (they are in view on the real robot)."""
+    camouflage_prob: float = 0.0
+    """Probability that the sphere takes the colour of the photo around it (keeping its own shading and
+    highlight): hard positives that teach shape and shading, not colour contrast. A training option
+    (``train-vision --camouflage-prob``); evaluation keeps 0."""
+    camouflage_brightness: tuple[float, float] = (0.6, 1.4)
+    """Range of the camouflaged sphere's brightness relative to the photo around it."""
+    mirror_prob: float = 0.0
+    """Probability that the sphere is mirror-like: it shows the world around it, curved (:func:`mirror`). A
+    training option (``train-vision --mirror-prob``); 0 draws nothing."""
+    mirror_strength: tuple[float, float] = (0.4, 0.95)
+    """Range of the reflection's share of the sphere's colour (the rest: its own shading)."""
+    mirror_reach_radii: tuple[float, float] = (2.0, 8.0)
+    """Range of how far around the sphere its reflection reaches, in sphere radii."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.shadow_prob <= 1.0:
+            raise ValueError(f"shadow_prob must be in [0, 1], got {self.shadow_prob}")
+        if self.edge_sigma_px[0] < 0 or self.edge_sigma_px[1] < self.edge_sigma_px[0]:
+            raise ValueError(f"edge_sigma_px must be an increasing non-negative range, got {self.edge_sigma_px}")
+        if not 0.0 <= self.camouflage_prob <= 1.0:
+            raise ValueError(f"camouflage_prob must be in [0, 1], got {self.camouflage_prob}")
+        if not 0.0 <= self.mirror_prob <= 1.0:
+            raise ValueError(f"mirror_prob must be in [0, 1], got {self.mirror_prob}")
+
+
+def _blur(a: np.ndarray, sigma: float) -> np.ndarray:
+    if sigma <= 0.05:
+        return a
+    return cv2.GaussianBlur(a, (0, 0), sigmaX=sigma, sigmaY=sigma, borderType=cv2.BORDER_REPLICATE)
+
+
+def _fit_background(background_rgb: np.ndarray, hw: tuple[int, int]) -> np.ndarray:
+    if background_rgb.shape[:2] == hw:
+        return background_rgb
+    h, w = hw
+    interp = cv2.INTER_AREA if background_rgb.shape[0] > h else cv2.INTER_LINEAR
+    return cv2.resize(background_rgb, (w, h), interpolation=interp)
+
+
+def camouflage(sphere_rgb: np.ndarray, sphere_mask: np.ndarray, background_rgb: np.ndarray, brightness: float,
+               ring_px: int = 4) -> np.ndarray:
+    """``sphere_rgb`` (H, W, 3) float with the pixels of ``sphere_mask`` recoloured to the mean colour of
+    ``background_rgb`` in a ring of ``ring_px`` around the sphere, times ``brightness``, keeping the sphere's
+    own relative shading (luminance / median luminance: the shaded side and the highlight survive)."""
+    ring = cv2.dilate(sphere_mask.astype(np.uint8), np.ones((2 * ring_px + 1,) * 2, np.uint8)).astype(bool)
+    ring &= ~sphere_mask
+    if not ring.any() or not sphere_mask.any():
+        return sphere_rgb
+    colour = background_rgb[ring].mean(axis=0)
+    luminance = sphere_rgb[sphere_mask].mean(axis=1)
+    shading = luminance / max(float(np.median(luminance)), 1.0)
+    out = sphere_rgb.copy()
+    out[sphere_mask] = shading[:, None] * colour[None] * brightness
+    return np.clip(out, 0.0, 255.0)
+
+
+def mirror(sphere_rgb: np.ndarray, sphere_mask: np.ndarray, background_rgb: np.ndarray, strength: float,
+           reach_radii: float, flip: bool) -> np.ndarray:
+    """``sphere_rgb`` (H, W, 3) float with the pixels of ``sphere_mask`` partly replaced by a reflection of
+    ``background_rgb`` (same size, float): a mirror ball of the mask's centroid and area-equivalent radius ``r``.
+
+    Each pixel's normal ``n`` (camera frame, :func:`reshade.sphere_normals`) reflects the view ray to
+    ``2 n_z (n_x, n_y)``; the pixel shows the background that far from the centre, times ``reach_radii * r``
+    (mirrored through the centre when ``flip``: what lies behind the camera is unknown, the surroundings stand in
+    for it). The centre of the ball shows what is next to it, the rim what is farther away, compressed."""
+    if not sphere_mask.any():
+        return sphere_rgb
+    rows, cols = np.nonzero(sphere_mask)
+    cx, cy, r = cols.mean() + 0.5, rows.mean() + 0.5, max(float(np.sqrt(len(rows) / np.pi)), 0.5)
+    n = sphere_normals(sphere_mask.shape, (cx, cy, r))[sphere_mask]
+    sign = -1.0 if flip else 1.0
+    reach = reach_radii * r
+    map_x = (cx - 0.5 + sign * 2.0 * n[:, 2] * n[:, 0] * reach).astype(np.float32)[None]
+    map_y = (cy - 0.5 + sign * 2.0 * n[:, 2] * n[:, 1] * reach).astype(np.float32)[None]
+    seen = cv2.remap(background_rgb.astype(np.float32), map_x, map_y, cv2.INTER_LINEAR,
+                     borderMode=cv2.BORDER_REFLECT_101)[0]
+    out = sphere_rgb.copy()
+    out[sphere_mask] = (1.0 - strength) * sphere_rgb[sphere_mask] + strength * seen
+    return out
+
+
+def composite_frame(
+    frame: Frame, background_rgb: np.ndarray, rng: np.random.Generator, config: CompositeConfig | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Paste the sphere (and gripper) pixels of ``frame`` onto ``background_rgb``.
+
+    ``background_rgb``: uint8 (h, w, 3), resized to the frame size if it differs.
+    Returns (rgb uint8 (H, W, 3), sphere mask bool (H, W)); the mask is ``frame.sphere_mask``.
+    """
+    cfg = config or CompositeConfig()
+    hw = frame.rgb.shape[:2]
+    bg = _fit_background(np.asarray(background_rgb), hw).astype(np.float32)
+    paste = frame.sphere_mask | frame.gripper_mask if cfg.paste_gripper else frame.sphere_mask
+    hard = paste.astype(np.float32)
+    if rng.random() < cfg.shadow_prob and paste.any():
+        dx, dy = rng.uniform(-cfg.shadow_offset_px, cfg.shadow_offset_px, size=2)
+        shift = np.float32([[1, 0, dx], [0, 1, dy]])
+        shadow = cv2.warpAffine(hard, shift, (hw[1], hw[0]), flags=cv2.INTER_LINEAR, borderValue=0.0)
+        shadow = _blur(shadow, float(rng.uniform(*cfg.shadow_sigma_px)))
+        bg *= (1.0 - float(rng.uniform(*cfg.shadow_strength)) * shadow)[:, :, None]
+    obj = frame.rgb.astype(np.float32)
+    if cfg.camouflage_prob > 0 and rng.random() < cfg.camouflage_prob:  # no draw at 0: evaluation is unchanged
+        obj = camouflage(obj, frame.sphere_mask, bg, float(rng.uniform(*cfg.camouflage_brightness)))
+    if cfg.mirror_prob > 0 and rng.random() < cfg.mirror_prob:
+        obj = mirror(obj, frame.sphere_mask, bg, float(rng.uniform(*cfg.mirror_strength)),
+                     float(rng.uniform(*cfg.mirror_reach_radii)), bool(rng.random() < 0.5))
+    alpha = _blur(hard, float(rng.uniform(*cfg.edge_sigma_px)))
+    # blend only the object's own rim pixels: pixels outside it hold the sim table, which must not leak
+    alpha = (alpha * hard)[:, :, None]
+    out = alpha * obj + (1.0 - alpha) * bg
+    return np.clip(out + 0.5, 0, 255).astype(np.uint8), frame.sphere_mask.copy()

@@ -1,0 +1,253 @@
+"""Composites made on the fly: a torch Dataset whose item ``i`` is fully determined by (seed, stream, i).
+
+Item ``i`` renders sim view ``i // renders_per_view`` (one render is reused for a few composites
+with different backgrounds and augmentations: rendering is the slow part), puts it on a background, and
+augments image and mask together. The background is drawn from a mixture (:class:`BackgroundMix`): a random crop
+of a photo of the stream's split (the sphere and fingers pasted through their masks), a procedural texture, a flat
+colour, the sim's own table as rendered, or a photo as the table's texture inside the simulator (then the whole
+view is rendered so). Optionally the sphere is re-lit from its geometry (:mod:`reshade`) and hard-negative
+distractors are drawn on the background (:mod:`synthetic`). Works in DataLoader
+workers (the PyBullet client is created inside the worker; use the ``spawn`` start method).
+
+Streams never share photos or episode seeds with each other in a way that leaks held-out data:
+``train`` and ``val`` use the training photos (disjoint episode seeds), ``heldout`` the held-out photos.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+from tqdm import tqdm
+
+from grasp_s2r.configs import to_dict
+from grasp_s2r.sim.camera import Frame
+from grasp_s2r.sim.config import CameraConfig, EnvConfig
+from grasp_s2r.vision.images.augment import AugmentConfig, Augmenter
+from grasp_s2r.vision.images.backgrounds import random_crop, recolor
+from grasp_s2r.vision.images.composite import CompositeConfig, composite_frame
+from grasp_s2r.vision.images.reshade import ReshadeConfig, reshade
+from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
+from grasp_s2r.vision.images.synthetic import add_distractors, flat_colour, procedural_texture
+from grasp_s2r.vision.networks.model import to_input_tensor
+
+STREAMS = {"train": 0, "val": 1, "heldout": 2}
+"""Stream name -> stream id (part of every item's seed)."""
+EPISODE_SEED_BASE = {"train": 0, "val": 10_000_000, "heldout": 20_000_000}
+"""Sim episode seeds of a stream start here: the ranges never overlap."""
+PHOTO_SPLIT = {"train": "train", "val": "train", "heldout": "heldout"}
+"""Which background split each stream draws its photos from."""
+
+
+@dataclass(frozen=True)
+class BackgroundMix:
+    """Relative weights of the background kinds (normalized; only their ratios matter)."""
+
+    photo: float = 1.0
+    """A random crop of a real photo, the sim sphere and fingers pasted on it through their masks."""
+    texture: float = 0.0
+    """A procedural texture (:func:`synthetic.procedural_texture`), pasted on likewise."""
+    flat: float = 0.0
+    """A flat colour with a gentle gradient (:func:`synthetic.flat_colour`): the plain table."""
+    sim_table: float = 0.0
+    """The sim render as it is: the env's own procedural table, nothing pasted."""
+    photo_table: float = 0.0
+    """A real photo as the table's texture inside the simulator (decided per view: the view is rendered so)."""
+
+    def __post_init__(self) -> None:
+        weights = dataclasses.astuple(self)
+        if not all(0 <= w < math.inf for w in weights) or sum(weights) <= 0:
+            raise ValueError(f"background mix weights must be finite, >= 0 with a positive sum, got {self}")
+
+    @property
+    def per_item(self) -> dict[str, float]:
+        """The kinds chosen per item (all but ``photo_table``) with their weights."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "photo_table"}
+
+    @property
+    def photo_table_prob(self) -> float:
+        return self.photo_table / sum(dataclasses.astuple(self))
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Everything that defines how composites are made."""
+
+    view: ViewConfig = field(default_factory=ViewConfig)
+    """Sim view sampling (distances, offsets, empty views, sphere appearance)."""
+    composite: CompositeConfig = field(default_factory=CompositeConfig)
+    """Blending onto the photo (soft edges, shadow)."""
+    augment: AugmentConfig = field(default_factory=AugmentConfig)
+    """Photometric and geometric augmentation."""
+    renders_per_view: int = 4
+    """Composites made from one sim render (different photo crops and augmentations)."""
+    background_recolor_prob: float = 0.0
+    """Share of background crops whose colours are randomized (:func:`backgrounds.recolor`); an option of
+    training (``train-vision --recolor-prob``), 0 in evaluation, so held-out photos are shown as they are."""
+    mix: BackgroundMix = field(default_factory=BackgroundMix)
+    """Background kinds and their weights (default: photos only, the evaluation composites)."""
+    reshade: ReshadeConfig = field(default_factory=ReshadeConfig)
+    """Re-lighting of the sphere from its geometry (default: off)."""
+    distractor_prob: float = 0.0
+    """Share of pasted-on backgrounds (photo, texture, flat) that get 1-3 hard-negative distractors."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.background_recolor_prob <= 1.0:
+            raise ValueError(f"background_recolor_prob must be in [0, 1], got {self.background_recolor_prob}")
+        if not 0.0 <= self.distractor_prob <= 1.0:
+            raise ValueError(f"distractor_prob must be in [0, 1], got {self.distractor_prob}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+
+TRAINING_DATA = DataConfig(
+    view=ViewConfig(empty_prob=0.2),
+    augment=AugmentConfig(affine_scale=(0.75, 1.5)),
+    mix=BackgroundMix(photo=0.4, texture=0.15, flat=0.1, sim_table=0.15, photo_table=0.2),
+    reshade=ReshadeConfig(prob=0.5),
+    distractor_prob=0.0,
+)
+"""The training recipe of ``train-vision`` (the shipped segmenter's): every ingredient of :class:`DataConfig` on.
+Evaluation composites keep ``DataConfig()`` (photos only, TinyRenderer's shading)."""
+
+
+def env_config_for(image_size_px: int) -> EnvConfig:
+    """The default scene with a square wrist camera of ``image_size_px``."""
+    return EnvConfig(camera=CameraConfig(width_px=image_size_px, height_px=image_size_px))
+
+
+class CompositeDataset(Dataset):
+    """Item ``i`` -> (image float32 (3, H, W) normalized, mask float32 (1, H, W)); see the module docstring."""
+
+    def __init__(self, *, env_config: EnvConfig, data: DataConfig, backgrounds: list[np.ndarray], stream: str,
+                 seed: int, length: int):
+        if stream not in STREAMS:
+            raise ValueError(f"stream must be one of {sorted(STREAMS)}, got {stream!r}")
+        if not backgrounds:
+            raise ValueError("at least one background photo is needed")
+        self.env_config = env_config
+        self.data = data
+        self.backgrounds = backgrounds
+        self.stream = stream
+        self.seed = int(seed)
+        self.length = int(length)
+        self._sampler = self._new_sampler()
+        self._augment = Augmenter(data.augment)
+        self._cache: tuple[int, Frame, bool, tuple[float, float, float]] | None = None
+
+    def _new_sampler(self) -> SimViewSampler:
+        photos = self.backgrounds if self.data.mix.photo_table > 0 else None
+        return SimViewSampler(self.env_config, self.data.view, table_photos=photos,
+                              texture_seed=self.seed * len(STREAMS) + STREAMS[self.stream])
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()  # never ship a connected PyBullet client to another process
+        state["_sampler"] = self._new_sampler()
+        state["_cache"] = None
+        return state
+
+    def __len__(self) -> int:
+        return self.length
+
+    @property
+    def image_hw(self) -> tuple[int, int]:
+        return self._sampler.image_hw
+
+    def _view(self, view_index: int) -> tuple[Frame, bool, tuple[float, float, float]]:
+        """(render, whether its table is a photo, the sphere's circle in px) of view ``view_index``; cached."""
+        if self._cache is None or self._cache[0] != view_index:
+            rng = np.random.default_rng([self.seed, STREAMS[self.stream], 0, view_index])
+            episode_seed = EPISODE_SEED_BASE[self.stream] + view_index
+            photo_table = None
+            if self.data.mix.photo_table > 0:  # its own stream: the view's pose and appearance stay the same
+                table_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 3, view_index])
+                if table_rng.random() < self.data.mix.photo_table_prob:
+                    photo_table = table_rng
+            frame = self._sampler.render(episode_seed, rng, photo_table=photo_table)
+            circle = self._sampler.sphere_circle_px() if self.data.reshade.prob > 0 else (0.0, 0.0, 0.0)
+            self._cache = (view_index, frame, photo_table is not None, circle)
+        return self._cache[1], self._cache[2], self._cache[3]
+
+    def frame(self, view_index: int) -> Frame:
+        """The sim render of view ``view_index`` (cached: consecutive items share it)."""
+        return self._view(view_index)[0]
+
+    def _background(self, kind: str, rng: np.random.Generator, index: int) -> np.ndarray:
+        if kind == "texture":
+            return procedural_texture(self.image_hw, rng)
+        if kind == "flat":
+            return flat_colour(self.image_hw, rng)
+        photo = self.backgrounds[int(rng.integers(len(self.backgrounds)))]
+        background = random_crop(photo, self.image_hw, rng)
+        if self.data.background_recolor_prob > 0:  # its own stream: the paste and augmentation stay the same
+            recolor_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 2, index])
+            if recolor_rng.random() < self.data.background_recolor_prob:
+                background = recolor(background, recolor_rng)
+        return background
+
+    def _pasted(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Composite ``index`` before augmentation: (rgb, sphere mask, gripper fingers' mask, augmentation seed)."""
+        frame, photo_table, circle = self._view(index // self.data.renders_per_view)
+        rng = np.random.default_rng([self.seed, STREAMS[self.stream], 1, index])
+        d = self.data
+        # the ingredients draw from their own streams, so the photos-only recipe (evaluation) is unchanged
+        extra = np.random.default_rng([self.seed, STREAMS[self.stream], 4, index])
+        if d.reshade.prob > 0 and extra.random() < d.reshade.prob:
+            frame = Frame(rgb=reshade(frame.rgb, frame.sphere_mask, circle, extra, d.reshade),
+                          sphere_mask=frame.sphere_mask, gripper_mask=frame.gripper_mask)
+        kinds = d.mix.per_item
+        kind = "photo"
+        if kinds["photo"] < sum(kinds.values()):
+            weights = np.array(list(kinds.values()))
+            kind = list(kinds)[int(extra.choice(len(kinds), p=weights / weights.sum()))]
+        # the fingers' pixels as seen: the render's segmentation gives each pixel one object, so where the sphere
+        # is in front of a finger the pixel is the sphere's; on a pasted-on background they are there if pasted
+        gripper = frame.gripper_mask & ~frame.sphere_mask
+        if photo_table or kind == "sim_table":
+            rgb, mask = frame.rgb.copy(), frame.sphere_mask.copy()
+        else:
+            background = self._background(kind, rng if kind == "photo" else extra, index)
+            if d.distractor_prob > 0 and extra.random() < d.distractor_prob:
+                background = add_distractors(background, extra)
+            rgb, mask = composite_frame(frame, background, rng, d.composite)
+            if not d.composite.paste_gripper:
+                gripper = np.zeros_like(gripper)
+        return rgb, mask, gripper, int(rng.integers(2**31))
+
+    def sample(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Composite ``index`` as (rgb uint8 (H, W, 3), mask bool (H, W))."""
+        rgb, mask, _, seed = self._pasted(index)
+        return self._augment(rgb, mask, seed=seed)
+
+    def sample_with_gripper(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Composite ``index`` as (rgb uint8 (H, W, 3), sphere mask bool (H, W), gripper fingers' mask bool (H, W)):
+        the image and sphere mask of :meth:`sample`, and the visible finger (and palm) pixels of the render, through
+        the same augmentation (a gripper head's training target, ``vision/gripper.py``)."""
+        rgb, mask, gripper, seed = self._pasted(index)
+        rgb, (mask, gripper) = self._augment.with_masks(rgb, [mask, gripper], seed=seed)
+        return rgb, mask, gripper
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rgb, mask = self.sample(int(index))
+        return to_input_tensor(rgb[None])[0], torch.from_numpy(mask[None].astype(np.float32))
+
+    def close(self) -> None:
+        self._sampler.close()
+
+
+def make_composites(dataset: CompositeDataset, n: int, desc: str = "compositing",
+                    start: int = 0, progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Items start..start+n-1 of ``dataset`` as (rgb uint8 (n, H, W, 3), mask bool (n, H, W)), with a progress bar
+    (from 64 items, unless ``progress`` is off)."""
+    h, w = dataset.image_hw
+    images = np.empty((n, h, w, 3), np.uint8)
+    masks = np.empty((n, h, w), bool)
+    for i in tqdm(range(n), desc=desc, unit="img", leave=False, disable=n < 64 or not progress):
+        images[i], masks[i] = dataset.sample(start + i)
+    return images, masks

@@ -1,0 +1,180 @@
+"""Randomized wrist-camera views of the simulated sphere and gripper, over the whole range the controller sees.
+
+A view is drawn from its own seed: an episode's randomization (light, camera jitter), a wider
+sphere appearance than episodes use, and a gripper pose from far approach to a closing grasp.
+The PyBullet client is created lazily, inside the process that renders (DataLoader workers included).
+Given photos, a view can also have a real photo as the table's texture *inside* the simulator, so that its
+perspective, scale and the fingers' occlusion move with the camera as they would over a real table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import pybullet as pb
+
+from grasp_s2r.sim.camera import Frame, camera_pose_world
+from grasp_s2r.sim.config import EnvConfig
+from grasp_s2r.sim.env import GraspEnv
+from grasp_s2r.sim.robot import PALM_LINK
+from grasp_s2r.sim.table_texture import (
+    PHOTO_TEXTURE_TILE_PX,
+    load_textures,
+    photo_texture,
+    photo_textures,
+    set_table_texture,
+)
+from grasp_s2r.vision.images.reshade import grey_albedo
+
+__all__ = ["PHOTO_TEXTURE_TILE_PX", "SimViewSampler", "ViewConfig", "photo_texture"]
+
+_FAR_AWAY_WORLD_M = (5.0, 5.0)
+"""Where the sphere goes for a view without a target (far outside any camera view)."""
+
+
+@dataclass(frozen=True)
+class ViewConfig:
+    """How sim views are sampled (heights above the table, horizontal offsets, sphere appearance)."""
+
+    min_tcp_height_m: float = 0.006
+    """Lowest TCP height above the table (closing on the sphere)."""
+    max_tcp_height_m: float = 0.21
+    """Highest TCP height above the table (far approach)."""
+    max_offset_m: float = 0.1
+    """Largest horizontal distance between the TCP and the sphere."""
+    near_offset_prob: float = 0.6
+    """Share of views whose offset is small (sphere near the gripper axis, as while tracking it)."""
+    close_fingers_below_m: float = 0.02
+    """Below this TCP height the fingers may be partly closed."""
+    empty_prob: float = 0.1
+    """Share of views without a sphere (label all zero): false positives are learned and measured."""
+    dull_color_prob: float = 0.3
+    """Share of spheres with any RGB (dull, grey, dark, white) instead of a saturated colour."""
+    grey_color_prob: float = 0.0
+    """Share of spheres grey or nearly so (:func:`reshade.grey_albedo`), drawn before the others; 0 draws nothing."""
+    specular_max: float = 1.0
+    """Largest specular coefficient of the sphere's material."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.min_tcp_height_m < self.max_tcp_height_m:
+            raise ValueError("need 0 < min_tcp_height_m < max_tcp_height_m")
+        if not 0.0 <= self.empty_prob <= 1.0:
+            raise ValueError(f"empty_prob must be in [0, 1], got {self.empty_prob}")
+
+
+def _sphere_rgb(rng: np.random.Generator, dull_prob: float, grey_prob: float = 0.0) -> np.ndarray:
+    if grey_prob > 0 and rng.random() < grey_prob:
+        return grey_albedo(rng)
+    if rng.random() < dull_prob:
+        return rng.uniform(0.0, 1.0, size=3)
+    hsv = np.array([[[rng.uniform(0, 180), rng.uniform(90, 255), rng.uniform(80, 255)]]], dtype=np.uint8)
+    return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)[0, 0] / 255.0
+
+
+_RASTER_OFFSET_PX = (0.5, -0.5)
+
+
+class SimViewSampler:
+    """Renders one randomized view per seed; owns a :class:`GraspEnv` made on first use.
+
+    ``table_photos``: photos for :meth:`render` ``photo_table=True``; ``n_photo_textures`` crops of them are loaded
+    as textures once per client (crop ``k`` from ``texture_seed`` and ``k``).
+    """
+
+    def __init__(self, env_config: EnvConfig, view: ViewConfig, table_photos: list[np.ndarray] | None = None,
+                 n_photo_textures: int = 32, texture_seed: int = 0):
+        self.env_config = env_config
+        self.view = view
+        self.table_photos = table_photos or []
+        self.n_photo_textures = n_photo_textures
+        self.texture_seed = texture_seed
+        self._env: GraspEnv | None = None
+        self._photo_textures: list[int] = []
+
+    @property
+    def env(self) -> GraspEnv:
+        if self._env is None:
+            self._env = GraspEnv(self.env_config)
+        return self._env
+
+    def _photo_texture_ids(self) -> list[int]:
+        if not self._photo_textures:
+            if not self.table_photos:
+                raise ValueError("photo_table views need table_photos")
+            textures = photo_textures(self.table_photos, self.n_photo_textures, self.texture_seed)
+            self._photo_textures = load_textures(self.env.client, textures)
+        return self._photo_textures
+
+    def sphere_circle_px(self) -> tuple[float, float, float]:
+        """The sphere's image in the current view as a circle (centre x, centre y, radius) in pixels.
+
+        Pinhole projection of the sphere's centre through the wrist camera's pose (the env's own); the radius is
+        the sphere's angular radius times the focal length. Pixel (0, 0)'s top-left corner is (0, 0).
+        """
+        env = self.env
+        cam, p = env.config.camera, env.params
+        palm_pos, palm_quat = env.robot.link_pose_world(PALM_LINK)
+        eye, target, up = camera_pose_world(palm_pos, palm_quat, cam, np.asarray(p.camera_mount_jitter_m),
+                                            np.asarray(p.camera_look_jitter_m))
+        forward = (target - eye) / np.linalg.norm(target - eye)
+        right = np.cross(forward, up)
+        right /= np.linalg.norm(right)
+        image_up = np.cross(right, forward)
+        d = env.sphere_pos_world_m() - eye
+        depth = max(float(d @ forward), 1e-6)
+        f_px = 0.5 * cam.height_px / np.tan(np.deg2rad(cam.fov_deg) / 2)
+        radius_m = env.config.scene.sphere_radius_m
+        # TinyRenderer's raster is offset from the ideal pinhole by half a pixel in x and y (measured: the GT mask's
+        # centroid sits +0.50 / -0.45 px from the ideal projection, median over 257 unoccluded spheres)
+        cx = 0.5 * cam.width_px + f_px * float(d @ right) / depth + _RASTER_OFFSET_PX[0]
+        cy = 0.5 * cam.height_px - f_px * float(d @ image_up) / depth + _RASTER_OFFSET_PX[1]
+        return cx, cy, f_px * radius_m / np.sqrt(max(float(d @ d) - radius_m**2, 1e-12))
+
+    @property
+    def image_hw(self) -> tuple[int, int]:
+        return self.env_config.camera.height_px, self.env_config.camera.width_px
+
+    def render(self, episode_seed: int, rng: np.random.Generator,
+               photo_table: np.random.Generator | None = None) -> Frame:
+        """One view: the episode of ``episode_seed`` (light, camera jitter) and a pose/appearance from ``rng``.
+
+        ``photo_table``: a generator that picks one of the photo textures (and its brightness) for the table
+        instead of the episode's procedural one; ``rng``'s draws are the same either way.
+        """
+        env, v = self.env, self.view
+        s = env.config.scene
+        env.reset(episode_seed)
+        if photo_table is not None:
+            ids = self._photo_texture_ids()
+            grey = float(photo_table.uniform(0.7, 1.0))
+            set_table_texture(env, ids[int(photo_table.integers(len(ids)))], grey)
+        rgba = [*_sphere_rgb(rng, v.dull_color_prob, v.grey_color_prob), 1.0]
+        spec = float(rng.uniform(0.0, v.specular_max))
+        pb.changeVisualShape(env.sphere_uid, -1, rgbaColor=rgba, specularColor=[spec] * 3,
+                             physicsClientId=env.client)
+        anchor = np.array([*env.params.sphere_xy_world_m, s.table_height_m + s.sphere_radius_m])
+        sphere = anchor.copy()
+        if rng.random() < v.empty_prob:
+            sphere[:2] = _FAR_AWAY_WORLD_M
+        pb.resetBasePositionAndOrientation(env.sphere_uid, sphere.tolist(), [0, 0, 0, 1], physicsClientId=env.client)
+        # heights: log-uniform, so the many close-up views (where the mask matters most) are well covered
+        h = float(np.exp(rng.uniform(np.log(v.min_tcp_height_m), np.log(v.max_tcp_height_m))))
+        if rng.random() < v.near_offset_prob:
+            radius = rng.uniform(0.0, 0.004 + 0.3 * h)
+        else:
+            radius = rng.uniform(0.0, v.max_offset_m)
+        angle = rng.uniform(0.0, 2 * np.pi)
+        tcp = anchor + [radius * np.cos(angle), radius * np.sin(angle), h - s.sphere_radius_m]
+        finger_q = s.finger_open_m
+        if h < v.close_fingers_below_m and rng.random() < 0.5:
+            finger_q = float(rng.uniform(0.25, 1.0) * s.finger_open_m)
+        env.robot.teleport(tcp, finger_q)
+        return env.render()
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+            self._photo_textures = []

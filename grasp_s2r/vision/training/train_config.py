@@ -1,0 +1,171 @@
+"""What a ``train-vision`` run is (:class:`SegmenterTrainConfig`, saved in ``run.json`` and every checkpoint) and
+what it minimizes (:func:`segmentation_loss` under the :func:`lr_factor` schedule)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.nn import functional as F
+
+from grasp_s2r.configs import to_dict
+from grasp_s2r.vision.images.crops import CropConfig
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, DataConfig
+from grasp_s2r.vision.networks.model import ARCHITECTURES, Architecture
+
+DEFAULT_CROP_PX = 32
+"""Crop side of a run from random weights (a quarter of the 64 px image's pixels; the sphere is at most 16 px)."""
+
+
+class TrainError(ValueError):
+    """A training run that cannot start (existing run without --resume, changed config, bad options)."""
+
+
+@dataclass(frozen=True)
+class SegmenterTrainConfig:
+    """One ``train-vision`` run; saved in ``run.json`` and in every checkpoint."""
+
+    architecture: Architecture = "unet"
+    """Network name (see ``model.ARCHITECTURES``)."""
+    width: int = 12
+    """U-Net channels at full resolution (ignored by other architectures)."""
+    depth: int = 3
+    """U-Net poolings (ignored by other architectures)."""
+    image_size_px: int = 64
+    """Square input resolution = wrist camera resolution of the rendered views."""
+    steps: int = 3000
+    """Optimizer steps in total (a resumed run continues up to this)."""
+    batch_size: int = 32
+    """Composites per step."""
+    lr: float = 3e-3
+    """Peak learning rate (AdamW; linear warm-up, then cosine decay to 5 %)."""
+    warmup_steps: int = 100
+    """Linear warm-up of the learning rate (at most a fifth of ``steps``)."""
+    weight_decay: float = 1e-4
+    """AdamW weight decay."""
+    dice_weight: float = 1.0
+    """Weight of the soft Dice loss (the target covers 0-20 % of the image) added to the BCE."""
+    dice_per_image: bool = False
+    """Dice computed per image and averaged (every sphere, small or large, and every empty image weighs the same)
+    instead of over the whole batch (large spheres dominate)."""
+    size_balanced: bool = False
+    """Each image's sphere pixels weigh, in the BCE and the Dice, as much in total as
+    :data:`BALANCE_REFERENCE_PX` pixels: a missed 3 px sphere costs as much as a missed 11 px one
+    (unweighted, the 11 px one costs 13 times more)."""
+    seed: int = 0
+    """Seed of the initial weights and of every composite (train and validation streams)."""
+    val_every: int = 250
+    """Validate and write the curve every this many steps."""
+    val_images: int = 256
+    """Validation composites (training photos, episode seeds disjoint from training)."""
+    checkpoint_every: int = 250
+    """Write ``checkpoint-latest.pt`` every this many steps."""
+    crop_px: int | None = None
+    """Side of the square crops the network trains on (several per composite, :mod:`crops`); 0, or a size not
+    smaller than ``image_size_px``, = whole images at every step. None (the default) = :data:`DEFAULT_CROP_PX` from
+    random weights, whole images when fine-tuning (``init_checkpoint``): crops raise the false detections of a
+    network trained on whole images (``benchmarks/crop_recipe.py``). Resolved when the config is made, so a run's
+    record holds the size it used."""
+    crops_per_composite: int = 8
+    """Crops cut from each composite (a step sees ``batch_size`` x this many crops)."""
+    crop_sphere_share: float = 0.5
+    """Share of a composite's crops placed around its sphere (the others anywhere)."""
+    full_size_share: float = 0.1
+    """Share of the steps, the last ones, on whole images (with crops; 0 without): the network meets the image
+    borders and the context it runs on."""
+    workers: int | None = None
+    """DataLoader worker processes (spawned; each renders with its own PyBullet client); 0 = in-process; None =
+    automatic: one on a CPU of two or more cores, the step on the others (:func:`grasp_s2r.cpu.split_cores`). A
+    runtime choice: not part of the run's identity."""
+    data: DataConfig = TRAINING_DATA
+    """How composites are made: the background mixture, re-shading and distractors of ``TRAINING_DATA``
+    (camouflage and recolouring: options, off by default, see docs/vision.md)."""
+    init_checkpoint: str = ""
+    """Segmenter checkpoint whose weights start the run (fine-tuning); "" = random initial weights."""
+    calibration_images: int = 0
+    """Validation composites (training photos) on which the final model's break-even threshold is chosen
+    (``vision/calibrate.py``); 0 = keep the threshold at 0.5 (the default: see docs/vision.md, *Operating point*)."""
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise TrainError(f"architecture must be one of {', '.join(ARCHITECTURES)}, got {self.architecture!r}")
+        if self.image_size_px % 8 or self.image_size_px < 16:
+            raise TrainError(f"image size must be a multiple of 8 and at least 16, got {self.image_size_px}")
+        if self.calibration_images < 0:
+            raise TrainError(f"calibration_images must be >= 0, got {self.calibration_images}")
+        if self.crop_px is None:
+            object.__setattr__(self, "crop_px", 0 if self.init_checkpoint else DEFAULT_CROP_PX)
+        if self.crop_px < 0:
+            raise TrainError(f"crop size must be >= 0 px, got {self.crop_px}")
+        if not self.crop_px or self.crop_px >= self.image_size_px:  # whole images: no whole-image phase to have
+            object.__setattr__(self, "full_size_share", 0.0)
+        if self.crop_px:
+            try:
+                CropConfig(size_px=self.crop_px, per_composite=self.crops_per_composite,
+                           sphere_share=self.crop_sphere_share)
+            except ValueError as e:
+                raise TrainError(str(e)) from None
+        if not 0.0 <= self.full_size_share <= 1.0:
+            raise TrainError(f"full_size_share must be in [0, 1], got {self.full_size_share}")
+
+    @property
+    def crop_config(self) -> CropConfig:
+        return CropConfig(size_px=self.crop_px, per_composite=self.crops_per_composite,
+                          sphere_share=self.crop_sphere_share)
+
+    @property
+    def crop_steps(self) -> int:
+        """Steps on crops (the first ones); the rest are on whole images."""
+        if not self.crop_px or self.crop_px >= self.image_size_px:  # crops as large as the image: whole images
+            return 0
+        return self.steps - round(self.full_size_share * self.steps)
+
+    @property
+    def arch_kwargs(self) -> dict[str, Any]:
+        return {"width": self.width, "depth": self.depth} if self.architecture == "unet" else {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    def loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """This run's :func:`segmentation_loss`."""
+        return segmentation_loss(logits, target, self.dice_weight, self.dice_per_image, self.size_balanced)
+
+
+BALANCE_REFERENCE_PX = 28.0
+"""The total weight of one image's sphere pixels with ``size_balanced``: the area of a 6 px wide sphere (the expert
+episodes' median width, ``benchmarks/sphere_sizes.py``), so a sphere of median size weighs as without balancing."""
+
+
+def sphere_pixel_weights(target: torch.Tensor) -> torch.Tensor:
+    """Weights float (N, 1, H, W): ``BALANCE_REFERENCE_PX / sphere area`` on each image's sphere pixels, 1 elsewhere."""
+    area = target.sum((1, 2, 3), keepdim=True)
+    return torch.where(target > 0, BALANCE_REFERENCE_PX / area.clamp(min=1.0), torch.ones_like(target))
+
+
+def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: float,
+                      per_image: bool = False, size_balanced: bool = False) -> torch.Tensor:
+    """BCE + ``dice_weight`` x soft Dice; logits and target float (N, 1, H, W).
+
+    The Dice is over the whole batch, or with ``per_image`` over each image (smoothed by 1 pixel, so an empty
+    target image costs ``1 - 1 / (1 + predicted area)``) and then averaged. ``size_balanced``: every pixel of both
+    terms weighted by :func:`sphere_pixel_weights` (each sphere counts the same, whatever its size).
+    """
+    w = sphere_pixel_weights(target) if size_balanced else None
+    bce = F.binary_cross_entropy_with_logits(logits, target, weight=w)
+    p = torch.sigmoid(logits)
+    wp = p if w is None else w * p
+    dims = (1, 2, 3) if per_image else (0, 1, 2, 3)
+    wt = target if w is None else w * target
+    dice = 1.0 - (2.0 * (wp * target).sum(dims) + 1.0) / (wp.sum(dims) + wt.sum(dims) + 1.0)
+    return bce + dice_weight * dice.mean()
+
+
+def lr_factor(step: int, cfg: SegmenterTrainConfig) -> float:
+    warmup = max(1, min(cfg.warmup_steps, cfg.steps // 5))  # short runs warm up for a fifth of their steps
+    if step < warmup:
+        return (step + 1) / warmup
+    t = (step - warmup) / max(1, cfg.steps - warmup)
+    return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(t, 1.0)))
