@@ -15,7 +15,7 @@ running a benchmark leaves the checkout as it was. A file holds::
     figures                  what the benchmark measured (its own keys)
 
 Files written before this format (``eval_shipped.json``: an ``eval.json``; ``compare_memory.json``) load as
-``figures`` with ``command`` None. Transcribed figures (measured elsewhere, not re-run here) carry a ``source``.
+``figures`` with ``command`` None.
 """
 
 from __future__ import annotations

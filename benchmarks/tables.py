@@ -5,14 +5,13 @@
 
 A table of :data:`TABLES` renders from its JSON file(s) only: measured tables through the functions of
 ``tables_render.py`` (each row or caption names the command that measures it, success rates keep their 95 %
-interval); tables whose JSON has a ``source`` (figures transcribed from a recorded run, not re-measured here)
-render cell for cell with that provenance. A table whose JSON is missing says so and names the command.
+interval). A table whose JSON is missing says so and names the command. Figures of past runs that cannot be
+re-measured here are not rendered: they are history, in CHANGELOG.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import re
 import sys
 from collections.abc import Callable
@@ -36,9 +35,6 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "vision_composition": prose.vision_composition,
     "vision_false_detections": prose.vision_false_detections,
     "compare_memory_reading": prose.compare_memory_reading,
-    "blind_start_differences": prose.blind_start_differences,
-    "gpu_inference_per_frame": prose.gpu_inference_per_frame,
-    "gpu_dagger_ratios": prose.gpu_dagger_ratios,
     "expert_search": prose.expert_search_table,
     "pipeline_recipe": prose.pipeline_recipe_table,
     "controller_recipe": prose.controller_recipe_table,
@@ -50,7 +46,6 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "train_vision_budget": training.train_vision_budget_table,
     "crop_recipe": training.crop_recipe_table,
     "sphere_look": training.sphere_look_table,
-    **{name: functools.partial(r.transcribed_table, name) for name in r.TRANSCRIBED},
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")

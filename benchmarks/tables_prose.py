@@ -1,7 +1,7 @@
 """Renderers of ``tables.py`` for figures the docs give in sentences (or example output), not tables.
 
 Each takes the results folder and returns markdown without surrounding newlines, from ``benchmarks/results/*.json``
-only: measured files with :func:`tables_render.provenance`, transcribed ones (a ``source``) naming their file.
+only, each with :func:`tables_render.provenance`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tables_render import load, load_transcribed, md_table, not_measured, provenance
+from tables_render import load, md_table, not_measured, provenance
 
 from grasp_s2r.stats import format_difference, format_rate
 from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table
@@ -19,23 +19,6 @@ EVAL_VISION_TITLE = ("eval-vision: .../grasp_s2r/weights/segmenter_64px.pt (thre
                      "of suite composites (held-out photos + pasted sim sphere, with the training augmentation), "
                      "heldout split, seed {seed}")
 """What ``grasp-s2r eval-vision`` prints above its table (the package path shortened)."""
-
-
-def _from_transcribed(name: str) -> str:
-    return f"Computed from the transcribed `benchmarks/results/{name}.json` (the table above)."
-
-
-def _row(res: dict[str, Any], first_cell: str) -> list[str]:
-    """The row of a transcribed table whose first cell starts with ``first_cell``."""
-    return next(r for r in res["figures"]["rows"] if r[0].startswith(first_cell))
-
-
-def _counts(cell: str) -> tuple[int, int]:
-    """``(195, 200)`` from ``97.5 % (195/200)``."""
-    m = re.search(r"\((\d+)/(\d+)\)", cell)
-    if m is None:
-        raise ValueError(f"no (k/n) in {cell!r}")
-    return int(m[1]), int(m[2])
 
 
 # --- docs/vision.md -------------------------------------------------------------------------------------------------
@@ -86,14 +69,13 @@ def vision_composition(d: Path) -> str:
 
 
 def vision_false_detections(d: Path) -> str:
-    """False detections on sphere-free images: held-out photos (bench_vision) against the val split (transcribed)."""
-    val = _row(load_transcribed("vision_training", d), "false detections")[1]
+    """False detections on sphere-free held-out composites (bench_vision)."""
     res = load("bench_vision", d)
-    held = (f"{res['figures']['metrics']['composites']['pooled']['false_detection_rate']:.3f} on `composites` "
-            "(`bench_vision.json`)") if res else not_measured("bench_vision")
-    return (f"The held-out photos raise false detections on sphere-free images: {held} against {val} on the "
-            "training photos' val split (the shipped segmenter's training run, "
-            "`benchmarks/results/vision_training.json`: [experiments/vision.md](experiments/vision.md#the-shipped-segmenters-training)).")
+    if res is None:
+        return "False detections on sphere-free held-out images: " + not_measured("bench_vision") + "."
+    rate = res["figures"]["metrics"]["composites"]["pooled"]["false_detection_rate"]
+    return (f"On sphere-free held-out composites the segmenter reports a sphere in {rate:.3f} of the images "
+            "(`benchmarks/results/bench_vision.json`, the table above).")
 
 
 # --- docs/control.md ------------------------------------------------------------------------------------------------
@@ -115,40 +97,6 @@ def compare_memory_reading(d: Path) -> str:
                         for arm in arms)
     return (f"- Memory − memoryless, DAgger: {memory}.\n- DAgger − BC at the same labels: {learner}.\n\n"
             f"Computed from `benchmarks/results/compare_memory.json` (the table above).")
-
-
-def blind_start_differences(d: Path) -> str:
-    res = load_transcribed("blind_start", d)
-    on, off = res["figures"]["columns"][1:3]
-    parts = []
-    for row in res["figures"]["rows"]:
-        (k1, n1), (k2, n2) = _counts(row[1]), _counts(row[2])
-        parts.append(f"{row[0]} {format_difference(k1, n1, k2, n2)}")
-    return f"{on} − {off}: " + "; ".join(parts) + ". " + _from_transcribed("blind_start")
-
-
-# --- docs/gpu.md ----------------------------------------------------------------------------------------------------
-
-def gpu_inference_per_frame(d: Path) -> str:
-    res = load_transcribed("gpu_inference", d)
-    cols = res["figures"]["columns"]
-    batch, cells = max(((int(r[0]), r) for r in res["figures"]["rows"] if int(r[0]) <= 256), key=lambda x: x[0])
-    gpu = float(cells[cols.index("segmenter, CUDA")]) / batch
-    cpu = float(cells[cols.index("segmenter, 16 CPU threads")]) / batch
-    return (f"Per frame the GPU segmenter is {gpu:.3f} ms at batch {batch} against {cpu:.2f} ms on 16 CPU threads "
-            f"({cpu / gpu:.0f}×). " + _from_transcribed("gpu_inference"))
-
-
-def gpu_dagger_ratios(d: Path) -> str:
-    res = load_transcribed("gpu_dagger", d)
-    steps = _row(res, "labelled env-steps/s")
-    w16, w2 = float(steps[1]), float(steps[2])
-    cpu = [float(x) for x in steps[3].split("-")]
-    split = [float(x) for x in _row(res, "round 1 time split")[1].rstrip(" s").split("/")]
-    return (f"16 workers give {w16 / w2:.1f}× the labelled env-steps/s of 2 on the same machine and "
-            f"≈ {w16 / max(cpu):.1f}-{w16 / min(cpu):.1f}× the 2-core CPU machine's; in round 1 at 16 workers "
-            f"training takes {split[1]:.1f} s of {sum(split):.1f}. " + _from_transcribed("gpu_dagger"))
-
 
 
 SEARCH_SCENARIOS = {"nominal": "`nominal`", "teleport": "`teleport`: sphere moved out of view mid-approach",

@@ -15,11 +15,6 @@ from results_io import load_results
 
 from grasp_s2r.stats import format_rate
 
-TRANSCRIBED = ("gpu_training", "gpu_inference", "gpu_dagger", "scene_physics_issue16", "vision_network_choice",
-               "dagger_vs_bc", "dagger_curve_default", "dagger_curve_no_pushes", "blind_start",
-               "expert_checks", "dagger_notes", "pipeline_lost_sphere", "vision_training", "scene_physics_checks",
-               "agent_pipeline_loop")
-"""Tables whose figures were copied from a recorded run (their JSON's ``source`` says which); rendered cell for cell."""
 COMMANDS = {
     "check_interop": "python benchmarks/check_interop.py --save",
     "bench_expert": "python benchmarks/bench_expert.py --episodes 500 --save",
@@ -54,14 +49,6 @@ def load(name: str, d: Path) -> dict[str, Any] | None:
     return load_results(path) if path.is_file() else None
 
 
-def load_transcribed(name: str, d: Path) -> dict[str, Any]:
-    """A transcribed file (figures of a recorded run); missing, it stops the rendering: it cannot be re-run."""
-    res = load(name, d)
-    if res is None:
-        raise SystemExit(f"tables: benchmarks/results/{name}.json is missing (a transcribed table cannot be re-run)")
-    return res
-
-
 def command(name: str, res: dict[str, Any] | None) -> str:
     """The command a results file records, else the one that writes it; ``--save`` added to a recorded command that
     wrote its default file before a run needed ``--save`` (or ``--json``) to record it."""
@@ -72,10 +59,8 @@ def command(name: str, res: dict[str, Any] | None) -> str:
 
 
 def machine(res: dict[str, Any]) -> str:
-    """``2 CPU cores, cpu, torch 2.x`` from a measured file's machine; a transcribed file's description as is."""
+    """``2 CPU cores, cpu, torch 2.x`` from a measured file's machine."""
     m = res.get("machine")
-    if isinstance(m, str):
-        return m
     if not m:
         return "machine not recorded"
     busy = f", load {m['load_average_1min']:.1f}" if m.get("load_average_1min") is not None else ""
@@ -285,17 +270,14 @@ def _projection(actor_eps: float, actor_steps_per_s: float, driver_eps: float, s
 
 
 def deploy_latency_table(d: Path) -> str:
-    runs = load("deploy_latency_runs", d)
-    parts = [transcribed_table("deploy_latency_runs", d)] if runs else []
-    if res := load("real_robot_loop", d):
-        f = res["figures"]
-        parts.append(f"Latest run: `agent.act` total {f['total_median_ms']:.2f} ms median, {f['total_p90_ms']:.2f} ms "
-                     f"p90; crop + resize {f['preprocess_median_ms']:.2f} ms, segmenter {f['segment_median_ms']:.2f} "
-                     f"ms, controller {f['control_median_ms']:.2f} ms (medians of {f['calls']} calls). "
-                     + provenance("real_robot_loop", res))
-    else:
-        parts.append("Latest run: " + not_measured("real_robot_loop") + ".")
-    return "\n\n".join(parts)
+    """``GraspAgent.act``'s latency per call and its parts (``examples/real_robot_loop.py --bench``)."""
+    res = load("real_robot_loop", d)
+    if res is None:
+        return "`agent.act` latency: " + not_measured("real_robot_loop") + "."
+    f = res["figures"]
+    return (f"`agent.act` total {f['total_median_ms']:.2f} ms median, {f['total_p90_ms']:.2f} ms p90; crop + resize "
+            f"{f['preprocess_median_ms']:.2f} ms, segmenter {f['segment_median_ms']:.2f} ms, controller "
+            f"{f['control_median_ms']:.2f} ms (medians of {f['calls']} calls). " + provenance("real_robot_loop", res))
 
 
 def vision_suites_table(d: Path) -> str:
@@ -339,11 +321,3 @@ def pipeline_table(d: Path) -> str:
               f"{rate_ci(c)} ({c['successes']}/{c['episodes']})") for name, c in f["eval"]["conditions"].items()]
     return md_table(("figure", "value"), rows) + "\n\n" + provenance("bench_pipeline", res)
 
-
-def transcribed_table(name: str, d: Path) -> str:
-    """A table copied from a recorded run: its cells as they were, then where they come from."""
-    res = load_transcribed(name, d)
-    f = res["figures"]
-    source = res["source"][0].upper() + res["source"][1:]
-    return (md_table(f["columns"], f["rows"]) + f"\n\n*{source}.* Command: `{res['command']}`; machine: "
-            f"{res['machine']} (`benchmarks/results/{name}.json`).")
