@@ -49,6 +49,10 @@ ARMS = {
     "+ grey colours + corpus": ["--grey-prob", "0.3", "--backgrounds", "{corpus}"],
     "+ wider look + corpus": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15",
                               "--shadow-sigma", "0.2,3", "--backgrounds", "{corpus}"],
+    "+ relocated spheres": ["--relocate-prob", "0.5"],
+    "+ wider look + corpus + relocated": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15",
+                                          "--shadow-sigma", "0.2,3", "--backgrounds", "{corpus}",
+                                          "--relocate-prob", "0.5"],
 }
 """Arm name -> ``train-vision`` options on top of the recipe."""
 COLUMNS = ("precision", "recall", "found_rate", "false_detection_rate")

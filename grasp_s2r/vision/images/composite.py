@@ -44,6 +44,11 @@ class CompositeConfig:
     """Range of the reflection's share of the sphere's colour (the rest: its own shading)."""
     mirror_reach_radii: tuple[float, float] = (2.0, 8.0)
     """Range of how far around the sphere its reflection reaches, in sphere radii."""
+    relocate_prob: float = 0.0
+    """Probability that the sphere is moved, as rendered, to a uniformly random place in the image before it is
+    pasted (:func:`relocate_sphere`): the sim views put it mostly near the fingers' axis, where the gripper tracks
+    it, while a camera searching for it sees it anywhere. A training option (``train-vision --relocate-prob``);
+    0 draws nothing."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.shadow_prob <= 1.0:
@@ -54,6 +59,8 @@ class CompositeConfig:
             raise ValueError(f"camouflage_prob must be in [0, 1], got {self.camouflage_prob}")
         if not 0.0 <= self.mirror_prob <= 1.0:
             raise ValueError(f"mirror_prob must be in [0, 1], got {self.mirror_prob}")
+        if not 0.0 <= self.relocate_prob <= 1.0:
+            raise ValueError(f"relocate_prob must be in [0, 1], got {self.relocate_prob}")
 
 
 def _blur(a: np.ndarray, sigma: float) -> np.ndarray:
@@ -112,15 +119,44 @@ def mirror(sphere_rgb: np.ndarray, sphere_mask: np.ndarray, background_rgb: np.n
     return out
 
 
+def relocate_sphere(frame: Frame, rng: np.random.Generator, tries: int = 8) -> Frame:
+    """``frame`` with its sphere's pixels (and mask) moved by a whole-pixel shift that puts the sphere's bounding box
+    anywhere inside the image, uniformly; the fingers stay. A sphere that touches the fingers (one pixel apart), is
+    cut by the border, or finds no place clear of the fingers in ``tries`` draws stays where it is. The pixels it
+    left are not pasted (the mask moves with it), so the background shows there."""
+    mask = frame.sphere_mask
+    if not mask.any():
+        return frame
+    h, w = mask.shape
+    ys, xs = np.nonzero(mask)
+    y0, y1, x0, x1 = int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1
+    near = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    if (near & frame.gripper_mask).any() or y0 == 0 or x0 == 0 or y1 == h or x1 == w:
+        return frame
+    for _ in range(tries):
+        ny, nx = int(rng.integers(0, h - (y1 - y0) + 1)), int(rng.integers(0, w - (x1 - x0) + 1))
+        moved = np.zeros_like(mask)
+        moved[ny:ny + y1 - y0, nx:nx + x1 - x0] = mask[y0:y1, x0:x1]
+        if (moved & frame.gripper_mask).any():
+            continue
+        rgb = frame.rgb.copy()
+        rgb[moved] = frame.rgb[y0:y1, x0:x1][mask[y0:y1, x0:x1]]
+        return Frame(rgb=rgb, sphere_mask=moved, gripper_mask=frame.gripper_mask)
+    return frame
+
+
 def composite_frame(
     frame: Frame, background_rgb: np.ndarray, rng: np.random.Generator, config: CompositeConfig | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Paste the sphere (and gripper) pixels of ``frame`` onto ``background_rgb``.
 
     ``background_rgb``: uint8 (h, w, 3), resized to the frame size if it differs.
-    Returns (rgb uint8 (H, W, 3), sphere mask bool (H, W)); the mask is ``frame.sphere_mask``.
+    Returns (rgb uint8 (H, W, 3), sphere mask bool (H, W)); the mask is ``frame.sphere_mask`` (moved with the
+    sphere where ``config.relocate_prob`` moved it).
     """
     cfg = config or CompositeConfig()
+    if cfg.relocate_prob > 0 and rng.random() < cfg.relocate_prob:  # no draw at 0: evaluation is unchanged
+        frame = relocate_sphere(frame, rng)
     hw = frame.rgb.shape[:2]
     bg = _fit_background(np.asarray(background_rgb), hw).astype(np.float32)
     paste = frame.sphere_mask | frame.gripper_mask if cfg.paste_gripper else frame.sphere_mask
