@@ -129,3 +129,44 @@ def test_grey_sphere_colours_in_the_sim_keep_the_label(photos):
         assert sats and max(sats) < 0.3  # TinyRenderer's white light keeps a grey sphere grey
     finally:
         grey.close()
+
+
+def test_a_relocated_sphere_moves_whole_with_its_label_and_clear_of_the_fingers(frame):
+    from grasp_s2r.vision.images.composite import relocate_sphere
+
+    m = frame.sphere_mask
+    ys, xs = np.nonzero(m)
+    moved_any, places = 0, set()
+    for seed in range(40):
+        out = relocate_sphere(frame, np.random.default_rng(seed))
+        assert out.sphere_mask.sum() == m.sum() and np.array_equal(out.gripper_mask, frame.gripper_mask)
+        assert not (out.sphere_mask & frame.gripper_mask).any()
+        if out is frame:
+            continue
+        moved_any += 1
+        ny, nx = np.nonzero(out.sphere_mask)
+        dy, dx = int(ny.min() - ys.min()), int(nx.min() - xs.min())
+        assert np.array_equal(np.roll(m, (dy, dx), axis=(0, 1)), out.sphere_mask)  # the same shape, shifted
+        assert np.array_equal(out.rgb[out.sphere_mask], frame.rgb[m])  # its own pixels, in the same order
+        places.add((int(ny.mean()) * 4 // m.shape[0], int(nx.mean()) * 4 // m.shape[1]))
+    if (cv2.dilate(m.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool) & frame.gripper_mask).any():
+        assert moved_any == 0  # a sphere touching a finger stays (its pixels hide part of the finger)
+    else:
+        assert moved_any >= 30 and len(places) >= 8  # anywhere in the image: most of its 16 quarter cells
+
+
+def test_relocated_spheres_in_composites_keep_image_and_label_together(photos):
+    plain, moved = _dataset(photos), _dataset(photos, composite=CompositeConfig(relocate_prob=1.0))
+    try:
+        shifted = 0
+        for i in range(8):
+            (rp, mp), (rm, mm) = plain.sample(i), moved.sample(i)
+            assert mp.sum() == mm.sum()
+            if mm.any() and not np.array_equal(mp, mm):
+                shifted += 1
+                # the sphere's pixels moved with the label: the sphere was pasted where the label now is
+                assert np.abs(rm[mm].astype(int).mean(0) - rp[mp].astype(int).mean(0)).max() < 40
+        assert shifted >= 2
+    finally:
+        plain.close()
+        moved.close()
