@@ -23,7 +23,8 @@ from pathlib import Path
 
 from results_io import add_json_argument, write_results
 
-ARMS = {
+ARMS: dict[str, list[str] | None] = {
+    "init (not fine-tuned)": None,
     "recipe": [],
     "photos only (old recipe)": ["--mix", "photo=1,texture=0,flat=0,sim_table=0,photo_table=0", "--reshade-prob", "0",
                                  "--affine-scale", "0.9,1.1", "--empty-view-prob", "0.1"],
@@ -54,7 +55,8 @@ ARMS = {
                                           "--shadow-sigma", "0.2,3", "--backgrounds", "{corpus}",
                                           "--relocate-prob", "0.5"],
 }
-"""Arm name -> ``train-vision`` options on top of the recipe."""
+"""Arm name -> ``train-vision`` options on top of the recipe; None: the initial checkpoint itself, evaluated as it
+is (the baseline of the arms)."""
 COLUMNS = ("precision", "recall", "found_rate", "false_detection_rate")
 SELECT_SUITES = ("composites", "sim", "painted")
 """The suites of issue 11's targets; the selection rule is the worst precision or recall over them."""
@@ -95,7 +97,7 @@ def main() -> None:
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     if unknown := [a for a in arms if a not in ARMS]:
         sys.exit(f"ablate_vision: unknown arms {unknown}; arms: {list(ARMS)}")
-    if args.corpus is None and (needs := [a for a in arms if "{corpus}" in ARMS[a]]):
+    if args.corpus is None and (needs := [a for a in arms if "{corpus}" in (ARMS[a] or [])]):
         sys.exit(f"ablate_vision: arms {needs} need --corpus (a 'grasp-s2r backgrounds' folder)")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     device = ["--device", args.device] if args.device else []
@@ -107,6 +109,10 @@ def main() -> None:
         while pending and len(running) < args.parallel:
             arm = pending.pop(0)
             run = args.out / _slug(arm)
+            if ARMS[arm] is None:  # the initial checkpoint: nothing to train
+                run.mkdir(parents=True, exist_ok=True)
+                done[arm] = 0
+                continue
             cmd = [sys.executable, "-m", "grasp_s2r", "train-vision", "--out", str(run), "--init", str(init),
                    "--steps", str(args.steps), "--batch-size", str(args.batch_size), "--lr", str(args.lr),
                    "--workers", str(args.workers), "--threads", "1", "--no-progress", "--val-every", str(args.steps),
@@ -128,14 +134,15 @@ def main() -> None:
             continue
         run = args.out / _slug(arm)
         evals[arm] = subprocess.Popen(
-            [sys.executable, "-m", "grasp_s2r", "eval-vision", "--model", str(run / "model.pt"), "--suite", "all",
+            [sys.executable, "-m", "grasp_s2r", "eval-vision", "--model", str(init if ARMS[arm] is None else run / "model.pt"),
+             "--suite", "all",
              "--split", "val", "--n-images", str(args.n_images), "--out", str(run / "eval-val"), "--threads", "1",
              *device], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rows = {}
     for arm, proc in evals.items():
         if proc.wait() == 0:
             rows[arm] = json.loads((args.out / _slug(arm) / "eval-val" / "metrics.json").read_text())["suites"]
-        if args.keep_models:
+        if args.keep_models and ARMS[arm] is not None:
             args.keep_models.mkdir(parents=True, exist_ok=True)
             shutil.copy(args.out / _slug(arm) / "model.pt", args.keep_models / f"{_slug(arm)}.pt")
     if not rows:

@@ -35,6 +35,14 @@ COMMANDS = {
     "crop_recipe": "python benchmarks/crop_recipe.py --save",
     "ablate_vision-look": "python benchmarks/ablate_vision.py --out runs/look --steps 600 --lr 3e-4 --parallel 2 "
                           "--corpus CORPUS --arms ARMS --json benchmarks/results/ablate_vision-look.json",
+    "ablate_vision-look-init": "python benchmarks/ablate_vision.py --out runs/look-init --arms 'init (not fine-tuned)' "
+                               "--json benchmarks/results/ablate_vision-look-init.json",
+    "ablate_vision-look3000": "python benchmarks/ablate_vision.py --out runs/look3000 --steps 3000 --lr 3e-4 "
+                              "--parallel 2 --amp on --corpus CORPUS --arms ARMS "
+                              "--json benchmarks/results/ablate_vision-look3000.json",
+    "ablate_vision-relocate": "python benchmarks/ablate_vision.py --out runs/relocate --steps 3000 --lr 3e-4 "
+                              "--parallel 1 --amp on --corpus CORPUS --arms ARMS "
+                              "--json benchmarks/results/ablate_vision-relocate.json",
     "compare_gripper_input-gt": "python benchmarks/compare_gripper_input.py --masks gt --save",
     **{f"bench_expert_search-{s}": f"python benchmarks/bench_expert_search.py --scenario {s} --episodes {n} --save"
        for s, n in (("nominal", 1000), ("teleport", 500), ("start-out-of-view", 500))},

@@ -1,0 +1,70 @@
+"""Which segmenter to ship, chosen end to end on validation episodes: the shipped controller over each candidate's
+masks, on every condition that shows no held-out photo (``validation.TRAIN_PHOTO_CONDITIONS``).
+
+    python benchmarks/segmenter_recipe.py CANDIDATE.pt [CANDIDATE.pt ...] [--episodes 200] [--conditions C,...]
+        [--workers 2] [--save]
+
+The shipped segmenter (``grasp_s2r/weights/segmenter_64px.pt``) is always the first row. Each row is the success
+on ``--episodes`` validation episodes a condition (seeds no training or test run uses, the training photos only)
+with its 95 % interval and the mean over conditions; the held-out photos and test seeds only report
+(``bench_eval.py``). The segmenter figures that chose the candidates come from ``ablate_vision.py`` (val split).
+Writes ``runs/benchmarks/segmenter_recipe.json`` (``--save``: ``benchmarks/results/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+from results_io import add_json_argument, write_results
+from validation import TRAIN_PHOTO_CONDITIONS, validate
+
+from grasp_s2r.control.policy import Policy
+from grasp_s2r.files import file_sha256
+from grasp_s2r.runtime.masks import make_mask_source
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.sim.config import control_env_config
+from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
+
+CONTROLLER = Path(default_checkpoint_path()).parent / "controller.pt"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("candidates", nargs="+", type=Path, help="segmenter checkpoints to compare with the shipped one")
+    p.add_argument("--episodes", type=int, default=200, help="validation episodes per condition (default 200)")
+    p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
+    p.add_argument("--conditions", default=",".join(TRAIN_PHOTO_CONDITIONS),
+                   help=f"comma-separated, of: {', '.join(TRAIN_PHOTO_CONDITIONS)} (default: all)")
+    add_json_argument(p, "segmenter_recipe")
+    args = p.parse_args()
+    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    if unknown := [c for c in conditions if c not in TRAIN_PHOTO_CONDITIONS]:
+        sys.exit(f"segmenter_recipe: unknown conditions {unknown}; of: {', '.join(TRAIN_PHOTO_CONDITIONS)}")
+    missing = [str(c) for c in args.candidates if not c.is_file()]
+    if missing:
+        sys.exit(f"segmenter_recipe: no such checkpoint: {', '.join(missing)}")
+    torch.set_num_threads(1)
+    policy = Policy.load(CONTROLLER, "cpu")[0]
+    rows = {}
+    with RolloutPool(control_env_config(), args.workers) as pool:
+        for path in [Path(default_checkpoint_path()), *args.candidates]:
+            label = "shipped" if len(rows) == 0 else str(path)
+            masks = make_mask_source("predicted", str(path), "cpu")
+            val = validate(pool, policy, masks, conditions, args.episodes, label=label)
+            mean = sum(v["successes"] / v["episodes"] for v in val.values()) / len(val)
+            rows[label] = {"checkpoint": str(path), "sha256": file_sha256(path), "validation": val, "mean": mean}
+            print(f"{label}: mean over {len(val)} conditions {100 * mean:.1f} %", flush=True)
+    best = max(rows, key=lambda k: rows[k]["mean"])
+    print(f"best by the mean validation success: {best}")
+    write_results(args.json, "segmenter_recipe", {"episodes": args.episodes, "conditions": conditions,
+                                                  "controller": str(CONTROLLER),
+                                                  "controller_sha256": file_sha256(CONTROLLER), "rows": rows,
+                                                  "best": best}, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
