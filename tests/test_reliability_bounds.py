@@ -190,14 +190,21 @@ def test_row10_a_corrupt_jpg_is_one_line(cwd, tmp_path):
                 data[j] = 0xFF if j % 2 else 0xD9
             data = data[:300]
         (photos / f"p{i}.jpg").write_bytes(bytes(data))
+    assert "Corrupt JPEG" not in _photos_refused(cwd, "p1.jpg")
+
+
+def _photos_refused(cwd: Path, name: str) -> str:
+    """``grasp-s2r train-vision --backgrounds photos`` (the executable: libjpeg writes to the process's stderr) is
+    refused in one line naming ``photos/name``, with nothing written; returns the whole stderr."""
     exe = shutil.which("grasp-s2r")
     assert exe
     r = subprocess.run([exe, "train-vision", "--out", "tv", "--steps", "1", "--backgrounds", "photos"],
                        capture_output=True, text=True, timeout=120, cwd=cwd, check=False)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr
-    assert "cannot read background image photos/p1.jpg" in lines[0] and "Corrupt JPEG" not in r.stderr
+    assert f"cannot read background image photos/{name}" in lines[0], lines[0]
     assert not (cwd / "tv").exists()
+    return r.stderr
 
 
 # --- row 11: behaviour --------------------------------------------------------------------------------------------
@@ -282,14 +289,7 @@ def test_a_partly_decodable_jpg_is_refused_not_trained_on(cwd, damage):
             bad[j] = (bad[j] * 7 + 13) % 256
     (photos / victim).write_bytes(bytes(bad))
     assert cv2.imread(str(photos / victim)) is not None  # OpenCV alone returns the damaged image
-    exe = shutil.which("grasp-s2r")
-    assert exe
-    r = subprocess.run([exe, "train-vision", "--out", "tv", "--steps", "1", "--backgrounds", "photos"],
-                       capture_output=True, text=True, timeout=120, cwd=cwd, check=False)
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) == 1, r.stderr
-    assert f"cannot read background image photos/{victim}" in lines[0] and "JPEG" not in lines[0]
-    assert not (cwd / "tv").exists()
+    assert "JPEG" not in _photos_refused(cwd, victim)
 
 
 def test_calibrate_vision_tries_an_unwritable_out_before_the_work(cwd, capfd):
