@@ -46,6 +46,8 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "train_vision_budget": training.train_vision_budget_table,
     "crop_recipe": training.crop_recipe_table,
     "sphere_look": training.sphere_look_table,
+    "segmenter_recipe": training.segmenter_recipe_table,
+    "painted_misses": training.painted_misses_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")

@@ -35,8 +35,11 @@ COMMANDS = {
     "crop_recipe": "python benchmarks/crop_recipe.py --save",
     "ablate_vision-look": "python benchmarks/ablate_vision.py --out runs/look --steps 600 --lr 3e-4 --parallel 2 "
                           "--corpus CORPUS --arms ARMS --json benchmarks/results/ablate_vision-look.json",
-    "ablate_vision-look-init": "python benchmarks/ablate_vision.py --out runs/look-init --arms 'init (not fine-tuned)' "
-                               "--json benchmarks/results/ablate_vision-look-init.json",
+    "ablate_vision-relocate-alone": "python benchmarks/ablate_vision.py --out runs/relocate-alone --steps 3000 "
+                                    "--lr 3e-4 --parallel 1 --amp on --arms ARMS "
+                                    "--json benchmarks/results/ablate_vision-relocate-alone.json",
+    "segmenter_recipe": "python benchmarks/segmenter_recipe.py CANDIDATE.pt --save",
+    "painted_misses": "python benchmarks/painted_misses.py --save",
     "ablate_vision-look3000": "python benchmarks/ablate_vision.py --out runs/look3000 --steps 3000 --lr 3e-4 "
                               "--parallel 2 --amp on --corpus CORPUS --arms ARMS "
                               "--json benchmarks/results/ablate_vision-look3000.json",

@@ -78,9 +78,11 @@ def crop_recipe_table(d: Path) -> str:
         provenance("crop_recipe", res)
 
 
-LOOK_ABLATIONS = ("ablate_vision-look-init", "ablate_vision-look", "ablate_vision-look3000", "ablate_vision-relocate")
-"""The sphere-look ablations on the val split, in the table's order: the shipped checkpoint as it is, 600-step arms,
-3000-step arms, the relocated spheres."""
+LOOK_ABLATIONS = ("ablate_vision-relocate-alone", "ablate_vision-look", "ablate_vision-look3000",
+                  "ablate_vision-relocate")
+"""The sphere-look ablations on the val split, in the table's order: the shipped checkpoint as it is and the
+recipe with relocated spheres (3000 steps), the 600-step arms, the 3000-step arms, the wider look with relocated
+spheres."""
 
 
 def sphere_look_table(d: Path) -> str:
@@ -108,3 +110,40 @@ def sphere_look_table(d: Path) -> str:
             + " ".join(provenance(name, res) for name, res in loaded))
 
 
+
+
+def segmenter_recipe_table(d: Path) -> str:
+    """The shipped controller over each candidate segmenter's masks, on validation episodes (``segmenter_recipe``)."""
+    res = load("segmenter_recipe", d)
+    if res is None:
+        return not_measured("segmenter_recipe")
+    f = res["figures"]
+    conditions = f["conditions"]
+    rows = [(f"`{label}`", *(f"{100 * r['validation'][c]['successes'] / r['validation'][c]['episodes']:.1f} "
+                             f"({100 * r['validation'][c]['ci_low']:.1f}-{100 * r['validation'][c]['ci_high']:.1f})"
+                             for c in conditions), f"**{100 * r['mean']:.1f}**" if label == f["best"]
+             else f"{100 * r['mean']:.1f}") for label, r in f["rows"].items()]
+    return (md_table(("segmenter", *conditions, "mean"), rows) + f"\n\nSuccess in % (95 % CI), {f['episodes']} "
+            "validation episodes a condition (training photos, seeds no other run uses), the shipped controller. "
+            + provenance("segmenter_recipe", res))
+
+
+def painted_misses_table(d: Path) -> str:
+    """Painted spheres found, grey against coloured and by position (``painted_misses``), and where the training
+    recipe puts its spheres."""
+    res = load("painted_misses", d)
+    if res is None:
+        return not_measured("painted_misses")
+    f = res["figures"]
+    groups = list(next(iter(f["checkpoints"].values())))
+    rows = [(f"`{path}`", *(f"{r[g]['found_rate']:.3f}" for g in groups)) for path, r in f["checkpoints"].items()]
+    n = {g: r[g]["images"] for r in f["checkpoints"].values() for g in groups}
+    table = md_table(("segmenter", *(f"{g} (n={n[g]})" for g in groups)), rows)
+    cols = []
+    for name, cells in f["positions"].items():
+        middle = sum(cells[r][c] for r in (1, 2, 3) for c in (1, 2))
+        cols.append(f"{name} {100 * middle:.0f} %")
+    return (table + f"\n\nShare of painted spheres found (val split, {f['n_images']} images; grey: mean HSV "
+            f"saturation below {f['grey_saturation']} of 255; the middle: the middle half of the columns, the lower "
+            "three quarters of the rows). Sphere centres in the middle: " + ", ".join(cols) + ". "
+            + provenance("painted_misses", res))
