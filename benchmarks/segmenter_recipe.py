@@ -4,7 +4,8 @@ masks, on every condition that shows no held-out photo (``validation.TRAIN_PHOTO
     python benchmarks/segmenter_recipe.py CANDIDATE.pt [CANDIDATE.pt ...] [--episodes 200] [--conditions C,...]
         [--workers 2] [--save]
 
-The shipped segmenter (``grasp_s2r/weights/segmenter_64px.pt``) is always the first row. Each row is the success
+The shipped segmenter and controller are always the first row; each candidate runs with the shipped controller,
+or with its own (``--controllers``: one trained over its masks, ``grasp-s2r dagger --vision CANDIDATE``). Each row is the success
 on ``--episodes`` validation episodes a condition (seeds no training or test run uses, the training photos only)
 with its 95 % interval and the mean over conditions; the held-out photos and test seeds only report
 (``bench_eval.py``). The segmenter figures that chose the candidates come from ``ablate_vision.py`` (val split).
@@ -35,6 +36,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("candidates", nargs="+", type=Path, help="segmenter checkpoints to compare with the shipped one")
     p.add_argument("--episodes", type=int, default=200, help="validation episodes per condition (default 200)")
+    p.add_argument("--controllers", default="",
+                   help="comma-separated controller checkpoints, one a candidate (default: the shipped controller "
+                        "for each): a controller trained over the candidate's masks (dagger --vision CANDIDATE)")
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
     p.add_argument("--conditions", default=",".join(TRAIN_PHOTO_CONDITIONS),
                    help=f"comma-separated, of: {', '.join(TRAIN_PHOTO_CONDITIONS)} (default: all)")
@@ -46,16 +50,21 @@ def main() -> int:
     missing = [str(c) for c in args.candidates if not c.is_file()]
     if missing:
         sys.exit(f"segmenter_recipe: no such checkpoint: {', '.join(missing)}")
+    controllers = [Path(c) for c in args.controllers.split(",") if c.strip()] or [CONTROLLER] * len(args.candidates)
+    if len(controllers) != len(args.candidates) or (gone := [str(c) for c in controllers if not c.is_file()]):
+        sys.exit("segmenter_recipe: --controllers needs one existing checkpoint a candidate"
+                 + (f"; missing: {', '.join(gone)}" if len(controllers) == len(args.candidates) else ""))
     torch.set_num_threads(1)
-    policy = Policy.load(CONTROLLER, "cpu")[0]
     rows = {}
     with RolloutPool(control_env_config(), args.workers) as pool:
-        for path in [Path(default_checkpoint_path()), *args.candidates]:
-            label = "shipped" if len(rows) == 0 else str(path)
+        for path, controller in [(Path(default_checkpoint_path()), CONTROLLER), *zip(args.candidates, controllers)]:
+            label = "shipped" if len(rows) == 0 else str(path) + ("" if controller == CONTROLLER else f" + {controller}")
             masks = make_mask_source("predicted", str(path), "cpu")
+            policy = Policy.load(controller, "cpu")[0]
             val = validate(pool, policy, masks, conditions, args.episodes, label=label)
             mean = sum(v["successes"] / v["episodes"] for v in val.values()) / len(val)
-            rows[label] = {"checkpoint": str(path), "sha256": file_sha256(path), "validation": val, "mean": mean}
+            rows[label] = {"checkpoint": str(path), "sha256": file_sha256(path), "controller": str(controller),
+                           "controller_sha256": file_sha256(controller), "validation": val, "mean": mean}
             print(f"{label}: mean over {len(val)} conditions {100 * mean:.1f} %", flush=True)
     best = max(rows, key=lambda k: rows[k]["mean"])
     print(f"best by the mean validation success: {best}")
