@@ -39,6 +39,8 @@ COMMANDS = {
                                     "--lr 3e-4 --parallel 1 --amp on --arms ARMS "
                                     "--json benchmarks/results/ablate_vision-relocate-alone.json",
     "segmenter_recipe": "python benchmarks/segmenter_recipe.py CANDIDATE.pt --save",
+    "segmenter_recipe-controller": "python benchmarks/segmenter_recipe.py CANDIDATE.pt --controllers CONTROLLER.pt "
+                                   "--json benchmarks/results/segmenter_recipe-controller.json",
     "painted_misses": "python benchmarks/painted_misses.py --save",
     "ablate_vision-look3000": "python benchmarks/ablate_vision.py --out runs/look3000 --steps 3000 --lr 3e-4 "
                               "--parallel 2 --amp on --corpus CORPUS --arms ARMS "
