@@ -12,7 +12,8 @@ the step split over one replica of the network per core; channels_last; bf16 whe
 The score is what recipes are chosen by: ``eval-vision --split val`` (training photos, validation seeds) on the
 ``composites``, ``sim`` and ``painted`` suites, the worst of precision and recall over the three. Writes
 (``--save``) ``benchmarks/results/train_vision_budget[-noamx].json`` and the curves (in-training validation score against
-wall time) to ``docs/images/train_vision_budget[-noamx].png``.
+wall time) to ``docs/images/train_vision_budget[-noamx].png`` with ``--save`` (else beside the JSON, in
+``runs/benchmarks/``).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def main() -> int:
         steps = max(10, int(args.minutes * 60 * speed[name]["steps_per_s"]))
         every = max(1, steps // 10)
         cfg = SegmenterTrainConfig(steps=steps, val_every=every, checkpoint_every=every, **overrides)
-        out = Path(args.out) / f"{name}{'-noamx' if args.no_amx else ''}"
+        out = Path(args.out) / f"{name}{'-' + variant if variant else ''}"
         shutil.rmtree(out, ignore_errors=True)
         print(f"{name}: {steps} steps", flush=True)
         t0 = time.perf_counter()
@@ -105,7 +106,10 @@ def main() -> int:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    image = REPO / "docs" / "images" / f"train_vision_budget{'-noamx' if args.no_amx else ''}.png"
+    # the docs' figure only when the run is recorded (--save): running the benchmark leaves the checkout as it was
+    image = (REPO / "docs" / "images" if args.save else REPO / "runs" / "benchmarks") / (
+        f"train_vision_budget{'-' + variant if variant else ''}.png")
+    image.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(image, dpi=110)
     print(f"curves: {image}")
     write_results(args.json, "train_vision_budget", figures, args, variant)
