@@ -29,6 +29,19 @@ from grasp_s2r.vision.testsets.suites import suite_images
 
 GREY_SATURATION = 50
 """A sphere whose pixels' mean HSV saturation (0-255) is below this counts as grey."""
+MIDDLE_ROWS, MIDDLE_COLUMNS = (1, 2, 3), (1, 2)
+"""The image's middle, as cells of its 4 x 4 grid (rows top to bottom): the middle half of the columns, the lower
+three quarters of the rows, where the training views put almost every sphere."""
+
+
+def _cell(px: np.ndarray, size: int) -> np.ndarray:
+    """The grid cell index (0-3) of each coordinate in px (NaN: -1)."""
+    return np.where(np.isnan(px), -1, np.clip(np.nan_to_num(px) * 4 // size, 0, 3)).astype(int)
+
+
+def middle_share(cells: list[list[float]]) -> float:
+    """The share of sphere centres in the middle, from :func:`_cells`' grid."""
+    return float(sum(cells[r][c] for r in MIDDLE_ROWS for c in MIDDLE_COLUMNS))
 
 
 def _centres(masks: np.ndarray) -> np.ndarray:
@@ -74,7 +87,7 @@ def main() -> int:
     hsv = np.stack([cv2.cvtColor(im, cv2.COLOR_RGB2HSV) for im in imgs])
     sat = np.array([hsv[i][..., 1][masks[i]].mean() if has[i] else -1.0 for i in range(len(imgs))])
     centres = _centres(masks)
-    middle = has & (centres[:, 1] >= 16) & (centres[:, 1] < 48) & (centres[:, 0] >= 16)
+    middle = has & np.isin(_cell(centres[:, 0], 64), MIDDLE_ROWS) & np.isin(_cell(centres[:, 1], 64), MIDDLE_COLUMNS)
     groups = {"grey": has & (sat < GREY_SATURATION), "coloured": has & (sat >= GREY_SATURATION),
               "middle": middle, "off the middle": has & ~middle,
               "grey, middle": middle & (sat < GREY_SATURATION), "grey, off the middle": has & ~middle & (sat < GREY_SATURATION)}

@@ -148,10 +148,9 @@ def painted_misses_table(d: Path) -> str:
     rows = [(f"`{path}`", *(f"{r[g]['found_rate']:.3f}" for g in groups)) for path, r in f["checkpoints"].items()]
     n = {g: r[g]["images"] for r in f["checkpoints"].values() for g in groups}
     table = md_table(("segmenter", *(f"{g} (n={n[g]})" for g in groups)), rows)
-    cols = []
-    for name, cells in f["positions"].items():
-        middle = sum(cells[r][c] for r in (1, 2, 3) for c in (1, 2))
-        cols.append(f"{name} {100 * middle:.0f} %")
+    from painted_misses import middle_share
+
+    cols = [f"{name} {100 * middle_share(cells):.0f} %" for name, cells in f["positions"].items()]
     return (table + f"\n\nShare of painted spheres found (val split, {f['n_images']} images; grey: mean HSV "
             f"saturation below {f['grey_saturation']} of 255; the middle: the middle half of the columns, the lower "
             "three quarters of the rows). Sphere centres in the middle: " + ", ".join(cols) + ". "
