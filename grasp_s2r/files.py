@@ -151,6 +151,7 @@ ARTIFACT_FORMAT_VERSION = 1
 ARTIFACT_KINDS = {
     "dataset": "an episode dataset (grasp-s2r collect)",
     "vision-run": "a segmenter training run (grasp-s2r train-vision)",
+    "adapt": "an adaptation to a scene (grasp-s2r adapt)",
     "vision-eval": "a segmenter evaluation (grasp-s2r eval-vision)",
     "gripper-run": "a gripper head training run (grasp-s2r train-gripper)",
     "dagger-run": "a DAgger run (grasp-s2r dagger)",

@@ -215,3 +215,18 @@ def test_training_episode_mixture_draws_each_kind_at_its_share(tmp_path):
     assert 0.42 < out_of_view < 0.58 and 0.18 < table < 0.32
     assert reqs == [episodes.request(seed, beta=0.5) for seed in range(400)]  # drawn from the seed alone
     assert "out_of_view_prob" in cfg.identity() and "out_of_view_prob" not in _tiny(tmp_path / "r").identity()
+
+
+def test_own_photos_are_the_backdrop_and_the_table_of_training_episodes(tmp_path):
+    """``dagger --photos DIR`` (``adapt``): training episodes composited onto DIR's photos, and DIR's photos as the
+    table's texture in ``table_photo_prob`` of them; never the training photos."""
+    from grasp_s2r.control.training_episodes import TrainingEpisodes
+
+    photos = str(tmp_path / "scene")
+    cfg = _tiny(tmp_path / "r", backgrounds=photos, table_photo_prob=0.5, disturbance_prob=0.3)
+    reqs = [TrainingEpisodes(cfg).request(seed, beta=0.5) for seed in range(200)]
+    table = [r for r in reqs if r.condition.table_photos]
+    assert 0.35 < len(table) / len(reqs) < 0.65
+    assert all(r.condition.table_photos == photos and r.condition.backgrounds == "" for r in table)
+    assert all(r.condition.backgrounds == photos for r in reqs if not r.condition.table_photos)
+    assert cfg.identity()["backgrounds"] == photos  # another scene is another run

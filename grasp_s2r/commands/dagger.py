@@ -46,6 +46,9 @@ OPTIONS = (
            show=lambda c: c or "the packaged one"),
     Option("--raw-sim", "roll out on raw sim renders instead of composites onto the training photos",
            sets={"backgrounds": ""}),
+    Option("--photos", "your own scene's photos: training episodes composited onto them, and the table's texture "
+           "with --table-photo-prob (instead of the training photos)", "backgrounds", metavar="DIR",
+           show=lambda d: d if d not in ("", "train") else "the training photos"),
     Option("--blind-start-prob", "share of training episodes whose first 2-8 masks are blanked (0: off)",
            "blind_start_prob", type=float, metavar="P"),
     Option("--disturbance-prob", "share of training episodes (DAgger and BC alike) whose sphere is pushed once "

@@ -53,9 +53,10 @@ class DaggerConfig:
     """Controller input: "predicted" (segmenter on the camera image) or "gt" (ground-truth mask)."""
     vision_checkpoint: str = ""
     """Segmenter checkpoint for predicted masks ("" = the one packaged with grasp_s2r)."""
-    backgrounds: Literal["train", ""] = "train"
+    backgrounds: str = "train"
     """Rollout visuals: "train" composites onto the training photos (the segmenter's training
-    distribution), "" keeps the raw sim render."""
+    distribution), "" keeps the raw sim render, a folder composites onto the photos in it (your own scene's: they
+    are the table's texture too, with ``table_photo_prob``)."""
     disturbance_prob: float = 0.4
     """Share of training episodes (DAgger rollouts and BC demonstrations alike) in which the sphere is
     pushed once: the learner then visits states with the sphere off target or out of view, and the

@@ -1,0 +1,121 @@
+"""``grasp-s2r adapt``: fit the shipped system to your own scene, from photos of it, in minutes on a CPU.
+
+The shipped controller was trained over the shipped segmenter's masks on the embedded training photos. Your scene
+shows other textures: where the segmenter fires on them, or misses the sphere on them, the controller meets
+masks it never learned to handle. ``adapt`` trains the controller again by the shipped controller's recipe
+(:data:`~grasp_s2r.control.dagger_config.LOST_SPHERE_RECIPE`, DAgger over predicted masks), with its training
+episodes composited onto your photos and, in :attr:`AdaptConfig.table_photo_prob` of them, your photos as the
+table's texture; optionally (``segmenter_steps`` > 0) the shipped segmenter is first fine-tuned on composites over
+your photos and the controller trained over its masks.
+
+What it writes (``OUT``): ``controller/policy.pt`` (the adapted controller; its run folder, curves included),
+``segmenter/model.pt`` when the segmenter is fine-tuned, and ``adapt.json`` (format version, config, the files
+to load, stage seconds). Use them with ``grasp-s2r eval --policy OUT/controller/policy.pt [--vision
+OUT/segmenter/model.pt] --backgrounds YOUR_TEST_PHOTOS`` or ``GraspAgent.load(segmenter=..., controller=...)``.
+Re-running the same command resumes the stage it stopped in. What it buys is measured by
+``benchmarks/own_scene.py`` (each photo of a set cut into a part to adapt on and a part to test on).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from grasp_s2r import __version__
+from grasp_s2r.files import ArtifactFolder, atomic_write
+
+ADAPT_FORMAT_VERSION = 1
+ADAPT_EVAL_CONDITIONS = ("nominal", "start-out-of-view", "dropout", "dynamics-shift", "perturbation")
+"""The conditions the shipped controller's run chose its best round on (composited onto your photos here)."""
+
+
+@dataclass(frozen=True)
+class AdaptConfig:
+    """One adaptation to a scene; saved in ``adapt.json``."""
+
+    photos: str
+    """Folder of photos of your scene (png / jpg / ...): the table, the floor, the walls the camera will see."""
+    out: str = "runs/adapt"
+    """Output folder (stages in sub-folders; re-running resumes)."""
+    table_photo_prob: float = 0.5
+    """Share of the controller's training episodes with one of your photos as the sim table's texture (the rest:
+    composited behind the sphere onto your photos)."""
+    rounds: int = 8
+    """DAgger rounds of the controller, round 0 included (the shipped controller's recipe)."""
+    episodes_per_round: int = 48
+    """Training episodes per DAgger round."""
+    eval_episodes: int = 40
+    """Episodes per condition on which each round is measured (the best round is kept)."""
+    segmenter_steps: int = 0
+    """Fine-tune the shipped segmenter this many steps on composites over your photos first (0: keep it; measured:
+    it did not pay, docs/own-scene.md)."""
+    workers: int = 2
+    """Environment processes."""
+    seed: int = 0
+    """Seed of every stage."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.table_photo_prob <= 1.0:
+            raise ValueError(f"table_photo_prob must be in [0, 1], got {self.table_photo_prob}")
+        if min(self.rounds, self.episodes_per_round, self.eval_episodes, self.workers) < 1:
+            raise ValueError("rounds, episodes_per_round, eval_episodes and workers must be >= 1")
+        if self.segmenter_steps < 0:
+            raise ValueError(f"segmenter_steps must be >= 0, got {self.segmenter_steps}")
+
+
+def adapt(cfg: AdaptConfig, progress: bool = True) -> dict:
+    """Run (or resume) the adaptation; returns the record also written to ``OUT/adapt.json``."""
+    with ArtifactFolder(Path(cfg.out), "adapt"):
+        return _adapt(cfg, progress)
+
+
+def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
+    from grasp_s2r.control.dagger import run_dagger
+    from grasp_s2r.control.dagger_config import LOST_SPHERE_RECIPE, DaggerConfig
+
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    photos = str(Path(cfg.photos).resolve())
+    seconds: dict[str, float] = {}
+    vision = ""
+    if cfg.segmenter_steps:
+        t = time.perf_counter()
+        vision = str(_fine_tune_segmenter(cfg, Path(photos), out / "segmenter", progress))
+        seconds["segmenter"] = time.perf_counter() - t
+    t = time.perf_counter()
+    print(f"adapt: training the controller over {'the fine-tuned' if vision else 'the shipped'} segmenter's masks, "
+          f"episodes composited onto {photos} ({cfg.table_photo_prob:.0%} with them as the table)", flush=True)
+    d = run_dagger(DaggerConfig(**{**LOST_SPHERE_RECIPE, "table_photo_prob": cfg.table_photo_prob},
+                                out=str(out / "controller"), rounds=cfg.rounds,
+                                episodes_per_round=cfg.episodes_per_round, eval_episodes=cfg.eval_episodes,
+                                eval_conditions=ADAPT_EVAL_CONDITIONS, vision_checkpoint=vision, backgrounds=photos,
+                                bc_baseline=False, workers=cfg.workers, seed=cfg.seed), progress=progress)
+    seconds["controller"] = time.perf_counter() - t
+    record = {"format": "grasp_s2r.adapt", "format_version": ADAPT_FORMAT_VERSION, "package_version": __version__,
+              "config": asdict(cfg), "photos": photos, "controller": str(d.policy_path),
+              "segmenter": vision or "shipped", "selected_round": d.selected_round, "seconds": seconds}
+    atomic_write(out / "adapt.json", json.dumps(record, indent=2).encode())
+    how = f" --vision {vision}" if vision else ""
+    print(f"adapt: finished in {sum(seconds.values()) / 60:.1f} min; controller {d.policy_path}"
+          + (f", segmenter {vision}" if vision else "") + f"\n  grasp-s2r eval --policy {d.policy_path}{how} "
+          "--backgrounds YOUR_TEST_PHOTOS --conditions table-photo,heldout-backgrounds", flush=True)
+    return record
+
+
+def _fine_tune_segmenter(cfg: AdaptConfig, photos: Path, out: Path, progress: bool) -> Path:
+    from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
+    from grasp_s2r.vision.training.train import SegmenterTrainConfig, train
+
+    model = out / "model.pt"
+    if model.is_file():
+        return model
+    print(f"adapt: fine-tuning the shipped segmenter {cfg.segmenter_steps} steps on composites over {photos}",
+          flush=True)
+    train_cfg = dataclasses.replace(SegmenterTrainConfig(), steps=cfg.segmenter_steps, lr=3e-4, seed=cfg.seed,
+                                    init_checkpoint=str(default_checkpoint_path()),
+                                    val_every=min(500, cfg.segmenter_steps), checkpoint_every=min(500, cfg.segmenter_steps))
+    return train(train_cfg, out, resume=(out / "checkpoint-latest.pt").is_file(), backgrounds_dir=photos,
+                 progress=progress)

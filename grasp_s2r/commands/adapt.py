@@ -1,0 +1,47 @@
+"""``grasp-s2r adapt``: the command over :mod:`grasp_s2r.adapt`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from grasp_s2r.adapt import AdaptConfig, adapt
+from grasp_s2r.options import Option, UsageError, add_options, config_from_options, non_negative_int, positive_int
+
+OPTIONS = (
+    Option("--photos", "folder of photos of your scene (the table, floor, walls the camera will see)", "photos",
+           metavar="DIR", required=True),
+    Option("--out", "output folder (re-running the same command resumes)", "out"),
+    Option("--table-photo-prob", "share of training episodes with one of your photos as the table's texture",
+           "table_photo_prob", type=float, metavar="P"),
+    Option("--rounds", "DAgger rounds of the controller, round 0 included", "rounds", type=positive_int),
+    Option("--episodes-per-round", "training episodes per DAgger round", "episodes_per_round", type=positive_int),
+    Option("--eval-episodes", "episodes per condition measuring each round (the best round is kept)",
+           "eval_episodes", type=positive_int),
+    Option("--segmenter-steps", "first fine-tune the shipped segmenter this many steps on your photos (0: keep it)",
+           "segmenter_steps", type=non_negative_int),
+    Option("--workers", "environment processes", "workers", type=positive_int),
+    Option("--seed", "seed of every stage", "seed", type=non_negative_int),
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_options(p, AdaptConfig, OPTIONS)
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    from grasp_s2r.runtime.conditions import load_photos
+
+    try:
+        cfg = config_from_options(AdaptConfig, args, OPTIONS)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if not Path(cfg.photos).is_dir():
+        raise UsageError(f"--photos {cfg.photos} is not a folder of photos")
+    try:  # read every photo once here: the env workers would stop mid-run on a bad one
+        load_photos(cfg.photos)
+    except (ValueError, FileNotFoundError) as e:
+        raise UsageError(f"--photos: {e}") from None
+    adapt(cfg, progress=not args.no_progress)
+    return 0

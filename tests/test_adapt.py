@@ -1,0 +1,71 @@
+"""``grasp-s2r adapt``: the controller trained again on your scene's photos, its record, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from grasp_s2r.adapt import ADAPT_FORMAT_VERSION, AdaptConfig
+from grasp_s2r.control.policy import Policy
+
+
+def _scene(folder: Path, n: int = 3) -> Path:
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        img = cv2.resize(rng.integers(0, 256, (12, 16, 3), dtype=np.uint8), (160, 120), interpolation=cv2.INTER_CUBIC)
+        cv2.imwrite(str(folder / f"wall-{i}.png"), img)
+    return folder
+
+
+def _adapt(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grasp_s2r", "adapt", *args], check=False, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_adapt_trains_a_controller_on_the_scene_and_resumes(tmp_path):
+    photos = _scene(tmp_path / "scene")
+    out = tmp_path / "adapted"
+    args = ("--photos", str(photos), "--out", str(out), "--rounds", "1", "--episodes-per-round", "2",
+            "--eval-episodes", "1", "--no-progress")
+    r = _adapt(*args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    record = json.loads((out / "adapt.json").read_text())
+    assert record["format_version"] == ADAPT_FORMAT_VERSION and record["config"]["photos"] == str(photos)
+    assert record["segmenter"] == "shipped" and Path(record["controller"]).is_file()
+    policy, _ = Policy.load(record["controller"], "cpu")
+    assert policy.cfg.memory  # the shipped controller's recipe
+    run = json.loads((out / "controller" / "run.json").read_text()) if (out / "controller" / "run.json").is_file() \
+        else json.loads((out / "controller" / "config.json").read_text())
+    assert str(photos.resolve()) in json.dumps(run)  # the run names the scene it was trained on
+    before = (out / "controller" / "policy.pt").read_bytes()
+    rounds = sorted(p.name for p in (out / "controller").glob("round-*"))
+    again = _adapt(*args)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (out / "controller" / "policy.pt").read_bytes() == before  # finished: the same controller, not retrained
+    assert sorted(p.name for p in (out / "controller").glob("round-*")) == rounds
+
+
+@pytest.mark.parametrize("photos, message", [
+    ("missing", "is not a folder of photos"),
+    ("one", "needs at least 2 images"),
+])
+def test_adapt_refuses_a_folder_it_cannot_use_before_writing(tmp_path, photos, message):
+    if photos == "one":
+        _scene(tmp_path / "one", n=1)
+    r = _adapt("--photos", str(tmp_path / photos), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_adapt_config_refuses_bad_values():
+    with pytest.raises(ValueError, match="table_photo_prob"):
+        AdaptConfig(photos="x", table_photo_prob=1.5)
+    with pytest.raises(ValueError, match="segmenter_steps"):
+        AdaptConfig(photos="x", segmenter_steps=-1)
