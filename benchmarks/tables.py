@@ -48,6 +48,9 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "sphere_look": training.sphere_look_table,
     "segmenter_recipe": training.segmenter_recipe_table,
     "painted_misses": training.painted_misses_table,
+    "own_scene": training.own_scene_table,
+    "own_scene_validation": lambda d: training.own_scene_table(d, training.OWN_SCENE_VALIDATION),
+    "table_photo_failures": training.table_photo_failures_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")

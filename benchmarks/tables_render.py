@@ -42,6 +42,14 @@ COMMANDS = {
     "segmenter_recipe-controller": "python benchmarks/segmenter_recipe.py CANDIDATE.pt --controllers CONTROLLER.pt "
                                    "--json benchmarks/results/segmenter_recipe-controller.json",
     "painted_misses": "python benchmarks/painted_misses.py --save",
+    "own_scene": "python benchmarks/own_scene.py CORPUS/supertuxkart-data CORPUS/lomiri-wallpapers-16.04 --save",
+    "table_photo_failures": "python benchmarks/table_photo_failures.py --backgrounds "
+                            "runs/own_scene-val/mate-backgrounds/test --save",
+    "own_scene-validation": "python benchmarks/own_scene.py CORPUS/mate-backgrounds --out runs/own_scene-val "
+                            "--json benchmarks/results/own_scene-validation.json",
+    "own_scene-validation-segmenter": "python benchmarks/own_scene.py CORPUS/mate-backgrounds --out "
+                                      "runs/own_scene-val-seg --adapt-args '--segmenter-steps 1500' "
+                                      "--json benchmarks/results/own_scene-validation-segmenter.json",
     "ablate_vision-look3000": "python benchmarks/ablate_vision.py --out runs/look3000 --steps 3000 --lr 3e-4 "
                               "--parallel 2 --amp on --corpus CORPUS --arms ARMS "
                               "--json benchmarks/results/ablate_vision-look3000.json",

@@ -155,3 +155,55 @@ def painted_misses_table(d: Path) -> str:
             f"saturation below {f['grey_saturation']} of 255; the middle: the middle half of the columns, the lower "
             "three quarters of the rows). Sphere centres in the middle: " + ", ".join(cols) + ". "
             + provenance("painted_misses", res))
+
+
+OWN_SCENE_VALIDATION = ("own_scene-validation", "own_scene-validation-segmenter")
+"""The adaptation recipes compared on the validation photo set (``mate-backgrounds``), before the report sets."""
+
+
+def own_scene_table(d: Path, names: tuple[str, ...] = ("own_scene",)) -> str:
+    """``own_scene``: the shipped system and the adapted one on the test parts of each photo set (one row a set,
+    condition and ``grasp-s2r adapt`` option set)."""
+    from grasp_s2r.stats import difference_interval
+
+    loaded = [(name, res) for name in names if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured(names[0])
+    rows, frames = [], []
+    for _, res in loaded:
+        f = res["figures"]
+        how = res.get("config", {}).get("adapt_args") or "defaults"
+        for name, r in f["rows"].items():
+            minutes = sum(r["adapt"]["seconds"].values()) / 60
+            for c in f["conditions"]:
+                s, a = r["shipped"][c], r["adapted"][c]
+                diff, lo, hi = difference_interval(a["successes"], a["episodes"], s["successes"], s["episodes"])
+                rows.append((f"`{name}` ({r['n_photos']} photos)", f"`{how}`", c, rate_cell(s), rate_cell(a),
+                             f"{100 * diff:+.1f} ({100 * lo:+.1f} to {100 * hi:+.1f})", f"{minutes:.1f}"))
+            frames += [f"`{name}`, {system}: found {m['found_below_6px']:.2f} (< 6 px) / {m['found_6px_and_over']:.2f} "
+                       f"(>= 6 px), false detections {m['false_detection_rate']:.2f} ({m['views']} views)"
+                       for system, m in r.get("frames", {}).items()]
+    f = loaded[0][1]["figures"]
+    return (md_table(("photo set", "adapt options", "condition", "shipped", "adapted", "difference, points",
+                      "adaptation, min"), rows)
+            + f"\n\nSuccess in % (95 % CI), {f['episodes']} episodes a condition on the test parts (the right "
+            f"{100 * (1 - f['tune_share']):.0f} % of each photo; adapted on the left {100 * f['tune_share']:.0f} %), "
+            "the same episodes for both systems. Segmenters per frame, on photo-table views of the test parts: "
+            + "; ".join(dict.fromkeys(frames)) + ". " + " ".join(provenance(name, res) for name, res in loaded))
+
+
+def rate_cell(r: dict) -> str:
+    return f"{100 * r['success_rate']:.1f} ({100 * r['ci_low']:.1f}-{100 * r['ci_high']:.1f})"
+
+
+def table_photo_failures_table(d: Path) -> str:
+    """``table_photo_failures``: per-episode means of successes and failures on ``table-photo``."""
+    res = load("table_photo_failures", d)
+    if res is None:
+        return not_measured("table_photo_failures")
+    f = res["figures"]
+    rows = [(label, s["episodes"], f"{s['in_view']:.2f}", f"{s['found']:.2f}", f"{s['false_blob']:.2f}",
+             f"{s['width0_px']:.1f}") for label, s in f["summary"].items() if s["episodes"]]
+    return (md_table(("episodes", "n", "sphere in view (share of steps)", "found when in view", "mask fires elsewhere",
+                      "sphere width at the start, px"), rows)
+            + f"\n\n`table-photo` on {f['backgrounds']}. " + provenance("table_photo_failures", res))

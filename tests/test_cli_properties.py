@@ -23,6 +23,8 @@ import signal
 import tempfile
 from pathlib import Path
 
+import cv2
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -79,9 +81,10 @@ BASE = {  # a short run, whatever is drawn on top (argparse: the last value of a
     "export": "{ds} --format robomimic --out out.hdf5",
     "upgrade": "{ds} --out out",
     "backgrounds": "--out out --packages pybullet --no-progress",
+    "adapt": "--photos {photos} --out out --rounds 1 --episodes-per-round 1 --eval-episodes 1 --workers 1 --no-progress",
 }
 EXAMPLES = {"collect": 12, "train-vision": 10, "eval-vision": 10, "calibrate-vision": 8, "train-gripper": 6, "dagger": 6,
-            "eval": 10, "pipeline": 6, "export": 10, "upgrade": 6, "backgrounds": 6}
+            "eval": 10, "pipeline": 6, "export": 10, "upgrade": 6, "backgrounds": 6, "adapt": 3}
 """Examples a command (the ``ci`` profile): what the suite's budget affords, the slow commands fewest."""
 
 
@@ -101,6 +104,10 @@ def files(tmp_path_factory) -> dict[str, str]:
     (root / "foreign").mkdir()
     (root / "foreign" / "thesis.tex").write_text("mine")
     f["foreign"] = str(root / "foreign")
+    (root / "photos").mkdir()
+    for i in range(2):
+        cv2.imwrite(str(root / "photos" / f"p{i}.png"), np.full((24, 32, 3), 60 + 90 * i, np.uint8))
+    f["photos"] = str(root / "photos")
     return f
 
 
@@ -108,7 +115,7 @@ def _paths(command: str, flag: str, f: dict[str, str]) -> tuple[list[str], list[
     """(valid, hostile) values of a path option: the real thing(s) it wants; missing, empty, a text file, a foreign
     folder, an artifact of another kind (never one the command would rightly extend: shared files stay as they are)."""
     real = {"--model": [f["seg16"]], "--vision": [f["seg"], ""], "--policy": [f["ctrl"]], "--init": [f["seg16"]],
-            "--demos": [f["ds"]], "--out": ["out", "new/sub"]}.get(flag, [])
+            "--demos": [f["ds"]], "--out": ["out", "new/sub"], "--photos": [f["photos"]]}.get(flag, [])
     other = f["tv"] if command in ("collect", "upgrade") else f["ds"]
     return real, ["", f["txt"], f["foreign"], other] + ([] if flag == "--out" else ["missing"])
 
@@ -131,7 +138,7 @@ def option_values(command: str, f: dict[str, str]) -> tuple[list[tuple[str, st.S
         if a.choices:
             valid, bad = [c for c in a.choices if c != "ray"], HOSTILE_CHOICE
         elif flag in ("--model", "--vision", "--policy", "--init", "--demos", "--out", "--data", "--backgrounds",
-                      "--debs", "--cache", "--allowlist"):
+                      "--debs", "--cache", "--allowlist", "--photos"):
             valid, bad = _paths(command, flag, f)
         elif kind in ("positive_int", "non_negative_int", "int"):
             valid, bad = SMALL.get(flag, ["1"]), HOSTILE_INT

@@ -122,6 +122,9 @@ def build_assets(root: Path) -> dict[str, Path]:
     a["badphotos"].mkdir()
     for name in ("a.png", "b.jpg", "c.png"):
         (a["badphotos"] / name).write_bytes(b"not an image")
+    a["photos"] = root / "two-photos"  # a usable folder (adapt's refusals of its other options)
+    _png(a["photos"] / "a.png")
+    _png(a["photos"] / "b.png")
     return a
 
 
@@ -438,6 +441,17 @@ CASES = [
     ("pipeline --dagger-table-photo-prob nan --out new", "dagger_table_photo_prob must be in [0, 1], got nan"),
     ("pipeline --dagger-table-photo-prob 1.5 --out new", "dagger_table_photo_prob must be in [0, 1], got 1.5"),
     ("pipeline --out /proc/grasp-s2r-test", "cannot use /proc/grasp-s2r-test"),
+    # --- adapt
+    ("adapt --out new", "the following arguments are required: --photos"),
+    ("adapt --photos '' --out new", "--photos: an empty path"),
+    ("adapt --photos missing --out new", "--photos missing is not a folder of photos"),
+    ("adapt --photos {txt} --out new", "is not a folder of photos"),
+    ("adapt --photos {photos1} --out new", "needs at least 2 images"),
+    ("adapt --photos {badphotos} --out new", "cannot read background image"),
+    ("adapt --photos {photos} --table-photo-prob 1.5 --out new", "table_photo_prob must be in [0, 1], got 1.5"),
+    ("adapt --photos {photos} --rounds 0 --out new", f"{POS}, got 0"),
+    ("adapt --photos {photos} --out {ds}", "holds an episode dataset"),
+    ("adapt --photos {photos} --out {foreign}", "holds files no grasp_s2r command wrote"),
     # --- export
     ("export {ds} --out new", "the following arguments are required: --format"),
     ("export --format lerobot --out new", "the following arguments are required: DATASET"),

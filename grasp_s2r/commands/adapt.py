@@ -37,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_options(AdaptConfig, args, OPTIONS)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if not cfg.photos.strip():
+        raise UsageError("--photos: an empty path")
     if not Path(cfg.photos).is_dir():
         raise UsageError(f"--photos {cfg.photos} is not a folder of photos")
     try:  # read every photo once here: the env workers would stop mid-run on a bad one

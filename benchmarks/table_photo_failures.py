@@ -1,0 +1,83 @@
+"""Why ``table-photo`` episodes fail: per episode, how often the sphere was in view, how often the controller's mask
+found it then, and how often the mask fired elsewhere; successes against failures.
+
+    python benchmarks/table_photo_failures.py [--backgrounds DIR] [--episodes 100] [--vision CKPT] [--policy CKPT]
+        [--save]
+
+Runs the shipped system (or ``--vision`` / ``--policy``) on ``table-photo`` (the embedded held-out photos, or
+``--backgrounds``: yours, all of them) with the evaluation's seeds, recording every step. Per episode: ``in_view``
+(share of steps whose ground-truth mask is not empty), ``found`` (share of those where the controller's mask
+overlaps it), ``false_blob`` (share of steps with 3 or more mask pixels off the sphere), ``first_found`` (the
+first step that finds it, -1 never) and ``width0_px`` (the sphere's width at the first step). Prints the means of
+successes and of failures and one line a failure; writes ``runs/benchmarks/table_photo_failures.json``
+(``--save``: ``benchmarks/results/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from results_io import add_json_argument, write_results
+
+from grasp_s2r.agent import default_controller_path
+from grasp_s2r.control import seeds
+from grasp_s2r.control.policy import Policy
+from grasp_s2r.runtime.conditions import resolve_condition
+from grasp_s2r.runtime.masks import make_mask_source
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import EpisodeRequest
+from grasp_s2r.sim.config import control_env_config
+from grasp_s2r.vision.evaluation.metrics import mask_width_px
+
+KEYS = ("in_view", "found", "false_blob", "first_found", "width0_px", "steps")
+
+
+def episode_row(arrays: dict[str, np.ndarray]) -> dict[str, float]:
+    gt, seen = np.asarray(arrays["sphere_mask"], bool), np.asarray(arrays["input_mask"], bool)
+    n = len(gt)
+    in_view = gt.reshape(n, -1).any(1)
+    hit = (gt & seen).reshape(n, -1).any(1)
+    blob = (seen & ~gt).reshape(n, -1).sum(1) >= 3
+    return {"in_view": float(in_view.mean()), "found": float(hit[in_view].mean()) if in_view.any() else float("nan"),
+            "false_blob": float(blob.mean()), "first_found": int(np.argmax(hit)) if hit.any() else -1,
+            "width0_px": float(mask_width_px(gt[:1])[0]), "steps": n}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--backgrounds", default="", help="your photos as the table (default: the embedded held-out)")
+    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--vision", default="", help="segmenter checkpoint (default: the shipped one)")
+    p.add_argument("--policy", default="", help="controller checkpoint (default: the shipped one)")
+    p.add_argument("--workers", type=int, default=2)
+    add_json_argument(p, "table_photo_failures")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    policy = Policy.load(Path(args.policy or default_controller_path()), "cpu")[0]
+    masks = make_mask_source("predicted", args.vision, "cpu")
+    cond = resolve_condition("table-photo", args.backgrounds or None)
+    requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, condition=cond) for i in range(args.episodes)]
+    with RolloutPool(control_env_config(), args.workers) as pool:
+        recs = pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc="table-photo")
+    rows = [{"seed": r.request.seed, "success": bool(r.success), **episode_row(r.arrays)} for r in recs]
+    summary = {}
+    for label, ok in (("successes", True), ("failures", False)):
+        sel = [r for r in rows if r["success"] == ok]
+        summary[label] = {"episodes": len(sel), **{k: float(np.nanmean([r[k] for r in sel])) if sel else None
+                                                   for k in KEYS}}
+        if sel:
+            print(f"{label:9s} {len(sel):4d}: " + ", ".join(f"{k} {summary[label][k]:.2f}" for k in KEYS))
+    for r in rows:
+        if not r["success"]:
+            print(f"  failed seed {r['seed']}: " + ", ".join(f"{k} {r[k]:.2f}" for k in KEYS))
+    write_results(args.json, "table_photo_failures", {"backgrounds": args.backgrounds or "embedded held-out",
+                                                      "summary": summary, "episodes": rows}, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
