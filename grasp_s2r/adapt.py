@@ -18,18 +18,24 @@ Re-running the same command resumes the stage it stopped in. What it buys is mea
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grasp_s2r import __version__
 from grasp_s2r.files import ArtifactFolder, atomic_write
 
+if TYPE_CHECKING:  # torch only when the segmenter is fine-tuned
+    from grasp_s2r.vision.training.train import SegmenterTrainConfig
+
 ADAPT_FORMAT_VERSION = 1
 ADAPT_EVAL_CONDITIONS = ("nominal", "start-out-of-view", "dropout", "dynamics-shift", "perturbation")
 """The conditions the shipped controller's run chose its best round on (composited onto your photos here)."""
+SEGMENTER_LR = 3e-4
+"""Peak learning rate of the segmenter's fine-tuning (the pipeline's); whole images, as every fine-tune from the
+shipped weights (``SegmenterTrainConfig.crop_px``)."""
 
 
 @dataclass(frozen=True)
@@ -105,17 +111,24 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
     return record
 
 
-def _fine_tune_segmenter(cfg: AdaptConfig, photos: Path, out: Path, progress: bool) -> Path:
+def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
+    """The segmenter's fine-tuning: the shipped weights, ``segmenter_steps`` steps at :data:`SEGMENTER_LR`, whole
+    images."""
     from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
-    from grasp_s2r.vision.training.train import SegmenterTrainConfig, train
+    from grasp_s2r.vision.training.train import SegmenterTrainConfig
+
+    every = max(1, min(500, cfg.segmenter_steps))
+    return SegmenterTrainConfig(steps=cfg.segmenter_steps, lr=SEGMENTER_LR, seed=cfg.seed, val_every=every,
+                                checkpoint_every=every, init_checkpoint=str(default_checkpoint_path()))
+
+
+def _fine_tune_segmenter(cfg: AdaptConfig, photos: Path, out: Path, progress: bool) -> Path:
+    from grasp_s2r.vision.training.train import train
 
     model = out / "model.pt"
     if model.is_file():
         return model
     print(f"adapt: fine-tuning the shipped segmenter {cfg.segmenter_steps} steps on composites over {photos}",
           flush=True)
-    train_cfg = dataclasses.replace(SegmenterTrainConfig(), steps=cfg.segmenter_steps, lr=3e-4, seed=cfg.seed,
-                                    init_checkpoint=str(default_checkpoint_path()),
-                                    val_every=min(500, cfg.segmenter_steps), checkpoint_every=min(500, cfg.segmenter_steps))
-    return train(train_cfg, out, resume=(out / "checkpoint-latest.pt").is_file(), backgrounds_dir=photos,
+    return train(segmenter_train_config(cfg), out, resume=(out / "checkpoint-latest.pt").is_file(), backgrounds_dir=photos,
                  progress=progress)

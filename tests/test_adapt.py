@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from grasp_s2r.adapt import ADAPT_FORMAT_VERSION, AdaptConfig
+from grasp_s2r.adapt import ADAPT_FORMAT_VERSION, SEGMENTER_LR, AdaptConfig, segmenter_train_config
 from grasp_s2r.control.policy import Policy
 
 
@@ -69,3 +69,11 @@ def test_adapt_config_refuses_bad_values():
         AdaptConfig(photos="x", table_photo_prob=1.5)
     with pytest.raises(ValueError, match="segmenter_steps"):
         AdaptConfig(photos="x", segmenter_steps=-1)
+
+
+def test_the_segmenter_fine_tune_starts_from_the_shipped_weights_on_whole_images():
+    from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
+
+    train = segmenter_train_config(AdaptConfig(photos="x", segmenter_steps=1500, seed=3))
+    assert train.init_checkpoint == str(default_checkpoint_path()) and train.crop_px == 0
+    assert (train.steps, train.lr, train.seed, train.val_every) == (1500, SEGMENTER_LR, 3, 500)
