@@ -159,6 +159,13 @@ def _readme_rows(d: Path) -> list[tuple[str, str, str]]:
                  f"{n} episodes a condition (95 % CI)")
     rows.append((label if res else "`grasp-s2r pipeline`: time; its controller's success",
                  value if res else not_measured("bench_pipeline"), "bench_pipeline"))
+    if res := load("own_scene", d):
+        f = res["figures"]
+        value = "; ".join(f"{name} {rate_ci(r['shipped']['table-photo'])} → {rate_ci(r['adapted']['table-photo'])} "
+                          f"({sum(r['adapt']['seconds'].values()) / 60:.1f} min)" for name, r in f["rows"].items())
+        label = (f"`grasp-s2r adapt` on your own scene: `table-photo` on held-out parts of its photos, untouched → "
+                 f"adapted, {f['episodes']} episodes (95 % CI)")
+        rows.append((label, value, "own_scene"))
     for name, cpu in (("bench_train_vision", "with AMX"), ("bench_train_vision-noamx", "without AMX")):
         if res := load(name, d):
             e = res["figures"]["end_to_end"]
