@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import cv2
 import numpy as np
 import pytest
@@ -86,22 +89,28 @@ def _dataset(photos: list[np.ndarray], **changes) -> CompositeDataset:
                             length=8)
 
 
-def test_new_options_at_zero_leave_every_composite_as_it_was(photos):
-    plain = _dataset(photos)
-    zero = _dataset(photos, view=ViewConfig(empty_prob=0.0, near_offset_prob=1.0, grey_color_prob=0.0),
-                    composite=CompositeConfig(mirror_prob=0.0), reshade=ReshadeConfig(grey_albedo_prob=0.0))
+@contextlib.contextmanager
+def _plain_and_changed(photos: list[np.ndarray], **changes) -> Iterator[tuple[CompositeDataset, CompositeDataset]]:
+    """The recipe's dataset and one with ``changes`` (same seeds), both closed afterwards."""
+    plain, changed = _dataset(photos), _dataset(photos, **changes)
     try:
+        yield plain, changed
+    finally:
+        plain.close()
+        changed.close()
+
+
+def test_new_options_at_zero_leave_every_composite_as_it_was(photos):
+    with _plain_and_changed(photos, view=ViewConfig(empty_prob=0.0, near_offset_prob=1.0, grey_color_prob=0.0),
+                            composite=CompositeConfig(mirror_prob=0.0),
+                            reshade=ReshadeConfig(grey_albedo_prob=0.0)) as (plain, zero):
         for i in range(8):
             (ra, ma), (rb, mb) = plain.sample(i), zero.sample(i)
             assert np.array_equal(ra, rb) and np.array_equal(ma, mb)
-    finally:
-        plain.close()
-        zero.close()
 
 
 def test_mirrors_change_only_the_sphere_and_keep_the_label(photos):
-    plain, shiny = _dataset(photos), _dataset(photos, composite=CompositeConfig(mirror_prob=1.0))
-    try:
+    with _plain_and_changed(photos, composite=CompositeConfig(mirror_prob=1.0)) as (plain, shiny):
         changed = 0
         for i in range(8):
             (rp, mp), (rs, ms) = plain.sample(i), shiny.sample(i)
@@ -111,9 +120,6 @@ def test_mirrors_change_only_the_sphere_and_keep_the_label(photos):
             assert np.array_equal(rp[photo], rs[photo])
             changed += int(ms.any() and np.abs(rp[ms].astype(int) - rs[ms]).max() > 10)
         assert changed >= 2, "no sphere became mirror-like"
-    finally:
-        plain.close()
-        shiny.close()
 
 
 def test_grey_sphere_colours_in_the_sim_keep_the_label(photos):
@@ -156,8 +162,7 @@ def test_a_relocated_sphere_moves_whole_with_its_label_and_clear_of_the_fingers(
 
 
 def test_relocated_spheres_in_composites_keep_image_and_label_together(photos):
-    plain, moved = _dataset(photos), _dataset(photos, composite=CompositeConfig(relocate_prob=1.0))
-    try:
+    with _plain_and_changed(photos, composite=CompositeConfig(relocate_prob=1.0)) as (plain, moved):
         shifted = 0
         for i in range(8):
             (rp, mp), (rm, mm) = plain.sample(i), moved.sample(i)
@@ -167,6 +172,3 @@ def test_relocated_spheres_in_composites_keep_image_and_label_together(photos):
                 # the sphere's pixels moved with the label: the sphere was pasted where the label now is
                 assert np.abs(rm[mm].astype(int).mean(0) - rp[mp].astype(int).mean(0)).max() < 40
         assert shifted >= 2
-    finally:
-        plain.close()
-        moved.close()
