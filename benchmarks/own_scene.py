@@ -171,7 +171,7 @@ def main() -> int:
     print("\ntargets (issue 23), table-photo on the test parts:")
     for name, r in rows.items():
         s, a = r["shipped"]["table-photo"], r["adapted"]["table-photo"]
-        rate_s, rate_a = s["successes"] / s["episodes"], a["successes"] / a["episodes"]
+        rate_s, rate_a = s["success_rate"], a["success_rate"]
         minutes = sum(r["adapt"]["seconds"].values()) / 60  # the adaptation's stages, as it recorded them
         print(f"  {name}: adapted {100 * rate_a:.1f} % (>= {100 * TARGET_SUCCESS:.0f}: "
               f"{'met' if rate_a >= TARGET_SUCCESS else 'not met'}), {100 * (rate_a - rate_s):+.1f} points "

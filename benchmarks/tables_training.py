@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tables_render import load, md_table, not_measured, provenance
+from tables_render import load, md_table, not_measured, provenance, rate_ci
+
+from grasp_s2r.stats import difference_interval
 
 VARIANTS = (("bench_train_vision", "AMX"), ("bench_train_vision-noamx", "no AMX"))
 BUDGET_VARIANTS = (("train_vision_budget", "AMX"), ("train_vision_budget-noamx", "no AMX"))
@@ -164,8 +166,6 @@ OWN_SCENE_VALIDATION = ("own_scene-validation", "own_scene-validation-segmenter"
 def own_scene_table(d: Path, names: tuple[str, ...] = ("own_scene",)) -> str:
     """``own_scene``: the shipped system and the adapted one on the test parts of each photo set (one row a set,
     condition and ``grasp-s2r adapt`` option set)."""
-    from grasp_s2r.stats import difference_interval
-
     loaded = [(name, res) for name in names if (res := load(name, d)) is not None]
     if not loaded:
         return not_measured(names[0])
@@ -178,7 +178,7 @@ def own_scene_table(d: Path, names: tuple[str, ...] = ("own_scene",)) -> str:
             for c in f["conditions"]:
                 s, a = r["shipped"][c], r["adapted"][c]
                 diff, lo, hi = difference_interval(a["successes"], a["episodes"], s["successes"], s["episodes"])
-                rows.append((f"`{name}` ({r['n_photos']} photos)", f"`{how}`", c, rate_cell(s), rate_cell(a),
+                rows.append((f"`{name}` ({r['n_photos']} photos)", f"`{how}`", c, rate_ci(s), rate_ci(a),
                              f"{100 * diff:+.1f} ({100 * lo:+.1f} to {100 * hi:+.1f})", f"{minutes:.1f}"))
             frames += [f"`{name}`, {system}: found {m['found_below_6px']:.2f} (< 6 px) / {m['found_6px_and_over']:.2f} "
                        f"(>= 6 px), false detections {m['false_detection_rate']:.2f} ({m['views']} views)"
@@ -190,10 +190,6 @@ def own_scene_table(d: Path, names: tuple[str, ...] = ("own_scene",)) -> str:
             f"{100 * (1 - f['tune_share']):.0f} % of each photo; adapted on the left {100 * f['tune_share']:.0f} %), "
             "the same episodes for both systems. Segmenters per frame, on photo-table views of the test parts: "
             + "; ".join(dict.fromkeys(frames)) + ". " + " ".join(provenance(name, res) for name, res in loaded))
-
-
-def rate_cell(r: dict) -> str:
-    return f"{100 * r['success_rate']:.1f} ({100 * r['ci_low']:.1f}-{100 * r['ci_high']:.1f})"
 
 
 def table_photo_failures_table(d: Path) -> str:

@@ -82,8 +82,7 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
     from grasp_s2r.control.dagger import run_dagger
     from grasp_s2r.control.dagger_config import LOST_SPHERE_RECIPE, DaggerConfig
 
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(cfg.out)  # made by adapt's ArtifactFolder
     photos = str(Path(cfg.photos).resolve())
     seconds: dict[str, float] = {}
     vision = ""

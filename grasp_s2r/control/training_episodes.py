@@ -46,7 +46,7 @@ class TrainingEpisodes:
         if cfg.out_of_view_prob and self._draw(seed, OUT_OF_VIEW_STREAM) < cfg.out_of_view_prob:
             extra["start_out_of_view_deg"] = CONDITIONS["start-out-of-view"].start_out_of_view_deg
         if cfg.table_photo_prob and self._draw(seed, TABLE_PHOTO_STREAM) < cfg.table_photo_prob:
-            extra.update(backgrounds="", table_photos=cfg.backgrounds if cfg.backgrounds not in ("", "train") else "train")
+            extra.update(backgrounds="", table_photos=cfg.backgrounds or "train")  # a folder, or the training photos
         if cfg.dropout_prob and self._draw(seed, DROPOUT_STREAM) < cfg.dropout_prob:
             extra["dropout_steps"] = CONDITIONS["dropout"].dropout_steps
         if extra:
