@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 from results_io import add_json_argument, write_results
-from validation import TRAIN_PHOTO_CONDITIONS, validate
+from validation import TRAIN_PHOTO_CONDITIONS, UNSEEN_TABLE, validate
 
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.files import file_sha256
@@ -42,11 +42,18 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
     p.add_argument("--conditions", default=",".join(TRAIN_PHOTO_CONDITIONS),
                    help=f"comma-separated, of: {', '.join(TRAIN_PHOTO_CONDITIONS)} (default: all)")
+    p.add_argument("--unseen-photos", type=Path, default=None,
+                   help=f"a folder of validation photos no candidate trained on: adds the condition {UNSEEN_TABLE} "
+                        "(them as the table) to the choices of --conditions")
     add_json_argument(p, "segmenter_recipe")
     args = p.parse_args()
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
-    if unknown := [c for c in conditions if c not in TRAIN_PHOTO_CONDITIONS]:
-        sys.exit(f"segmenter_recipe: unknown conditions {unknown}; of: {', '.join(TRAIN_PHOTO_CONDITIONS)}")
+    known = [*TRAIN_PHOTO_CONDITIONS, *([UNSEEN_TABLE] if args.unseen_photos else [])]
+    if unknown := [c for c in conditions if c not in known]:
+        sys.exit(f"segmenter_recipe: unknown conditions {unknown}; of: {', '.join(known)}"
+                 + ("" if args.unseen_photos else f" ({UNSEEN_TABLE} with --unseen-photos)"))
+    if args.unseen_photos and not args.unseen_photos.is_dir():
+        sys.exit(f"segmenter_recipe: --unseen-photos {args.unseen_photos} is not a folder")
     missing = [str(c) for c in args.candidates if not c.is_file()]
     if missing:
         sys.exit(f"segmenter_recipe: no such checkpoint: {', '.join(missing)}")
@@ -61,7 +68,8 @@ def main() -> int:
             label = "shipped" if len(rows) == 0 else str(path) + ("" if controller == CONTROLLER else f" + {controller}")
             masks = make_mask_source("predicted", str(path), "cpu")
             policy = Policy.load(controller, "cpu")[0]
-            val = validate(pool, policy, masks, conditions, args.episodes, label=label)
+            val = validate(pool, policy, masks, conditions, args.episodes, label=label,
+                           unseen_photos=str(args.unseen_photos) if args.unseen_photos else None)
             mean = sum(v["successes"] / v["episodes"] for v in val.values()) / len(val)
             rows[label] = {"checkpoint": str(path), "sha256": file_sha256(path), "controller": str(controller),
                            "controller_sha256": file_sha256(controller), "validation": val, "mean": mean}
@@ -69,6 +77,7 @@ def main() -> int:
     best = max(rows, key=lambda k: rows[k]["mean"])
     print(f"best by the mean validation success: {best}")
     write_results(args.json, "segmenter_recipe", {"episodes": args.episodes, "conditions": conditions,
+                                                  "unseen_photos": str(args.unseen_photos or ""),
                                                   "controller": str(CONTROLLER),
                                                   "controller_sha256": file_sha256(CONTROLLER), "rows": rows,
                                                   "best": best}, args)

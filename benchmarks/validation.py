@@ -27,13 +27,29 @@ TRAIN_PHOTO_CONDITIONS: dict[str, Condition] = {
 as the table's texture; ``heldout-backgrounds`` and ``table-photo`` (held-out photos) are for reporting only."""
 
 
+UNSEEN_TABLE = "table-photo-unseen"
+"""``table-photo`` with a validation folder of photos no segmenter trained on as the table (``unseen_photos``): how
+the segmenter carries to new tables, chosen on without touching the held-out photos."""
+
+
+def validation_condition(name: str, unseen_photos: str | None = None) -> Condition:
+    """The condition ``name``: a key of :data:`TRAIN_PHOTO_CONDITIONS`, or :data:`UNSEEN_TABLE` (needs
+    ``unseen_photos``, a folder of validation photos)."""
+    if name == UNSEEN_TABLE:
+        if not unseen_photos:
+            raise ValueError(f"{UNSEEN_TABLE} needs a folder of validation photos")
+        return dataclasses.replace(CONDITIONS["table-photo"], name=UNSEEN_TABLE, table_photos=str(unseen_photos))
+    return TRAIN_PHOTO_CONDITIONS[name]
+
+
 def validate(pool: RolloutPool, policy, masks: MaskSource, conditions: Iterable[str], episodes: int,
-             label: str = "") -> dict[str, dict]:
+             label: str = "", unseen_photos: str | None = None) -> dict[str, dict]:
     """Success of ``policy`` on ``episodes`` validation episodes of each named condition (keys of
-    :data:`TRAIN_PHOTO_CONDITIONS`), printed one line a condition: {name: {successes, episodes, ci_low, ci_high}}."""
+    :data:`TRAIN_PHOTO_CONDITIONS`, or :data:`UNSEEN_TABLE` with ``unseen_photos``), printed one line a condition:
+    {name: {successes, episodes, ci_low, ci_high}}."""
     out = {}
     for name in conditions:
-        cond = TRAIN_PHOTO_CONDITIONS[name]
+        cond = validation_condition(name, unseen_photos)
         requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(episodes)]
         k = sum(r.success for r in pool.run(requests, policy, masks, record=lambda i: False, progress=False))
         lo, hi = wilson_interval(k, episodes)

@@ -75,6 +75,10 @@ OPTIONS = (
            "16 px the camera shows at its closest)", "data.augment.affine_scale", convert=_range("--affine-scale"), metavar="LO,HI",
            show=comma_text),
     Option("--empty-view-prob", "share of sim views without a sphere", "data.view.empty_prob", type=float),
+    Option("--far-view-prob", "share of sim views from an episode's start and search heights (0.15-0.25 m: the "
+           "sphere 2-4 px wide, the most table in view)", "data.view.far_view_prob", type=float),
+    Option("--table-textures", "table textures cut from the photos for photo-table views (more photos than this: "
+           "only the first ones become tables)", "data.view.photo_textures", type=positive_int),
     Option("--size-balanced", "each sphere's pixels weigh the same in the loss, whatever its size (a missed "
            "3 px sphere costs as much as a missed 11 px one)", sets={"size_balanced": True}),
     Option("--dice-per-image", "Dice loss per image, averaged (small spheres weigh as much as large ones)",

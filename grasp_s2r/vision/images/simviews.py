@@ -56,12 +56,28 @@ class ViewConfig:
     """Share of spheres grey or nearly so (:func:`reshade.grey_albedo`), drawn before the others; 0 draws nothing."""
     specular_max: float = 1.0
     """Largest specular coefficient of the sphere's material."""
+    far_view_prob: float = 0.0
+    """Share of views from the heights an episode starts and searches at (``far_view_height_m``, uniform) instead
+    of the log-uniform ones: the sphere 2-4 px wide and the most table in view; 0 draws nothing (the recipe's views
+    unchanged)."""
+    far_view_height_m: tuple[float, float] = (0.15, 0.25)
+    """TCP heights above the table of the far views: the start (0.18 m +- its jitter) and the search (0.22 m)."""
+    photo_textures: int = 32
+    """Table textures cut from the photos for ``photo_table`` views (texture ``k`` from photo ``k % len(photos)``;
+    loaded once per rendering process): with more photos than textures only the first ones are tables."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.min_tcp_height_m < self.max_tcp_height_m:
             raise ValueError("need 0 < min_tcp_height_m < max_tcp_height_m")
         if not 0.0 <= self.empty_prob <= 1.0:
             raise ValueError(f"empty_prob must be in [0, 1], got {self.empty_prob}")
+        if not 0.0 <= self.far_view_prob <= 1.0:
+            raise ValueError(f"far_view_prob must be in [0, 1], got {self.far_view_prob}")
+        lo, hi = self.far_view_height_m
+        if not 0.0 < lo <= hi:
+            raise ValueError(f"far_view_height_m must be 0 < LO <= HI, got {self.far_view_height_m}")
+        if self.photo_textures < 1:
+            raise ValueError(f"photo_textures must be >= 1, got {self.photo_textures}")
 
 
 def _sphere_rgb(rng: np.random.Generator, dull_prob: float, grey_prob: float = 0.0) -> np.ndarray:
@@ -84,11 +100,11 @@ class SimViewSampler:
     """
 
     def __init__(self, env_config: EnvConfig, view: ViewConfig, table_photos: list[np.ndarray] | None = None,
-                 n_photo_textures: int = 32, texture_seed: int = 0):
+                 n_photo_textures: int | None = None, texture_seed: int = 0):
         self.env_config = env_config
         self.view = view
         self.table_photos = table_photos or []
-        self.n_photo_textures = n_photo_textures
+        self.n_photo_textures = view.photo_textures if n_photo_textures is None else n_photo_textures
         self.texture_seed = texture_seed
         self._env: GraspEnv | None = None
         self._photo_textures: list[int] = []
@@ -159,8 +175,12 @@ class SimViewSampler:
         if rng.random() < v.empty_prob:
             sphere[:2] = _FAR_AWAY_WORLD_M
         pb.resetBasePositionAndOrientation(env.sphere_uid, sphere.tolist(), [0, 0, 0, 1], physicsClientId=env.client)
-        # heights: log-uniform, so the many close-up views (where the mask matters most) are well covered
-        h = float(np.exp(rng.uniform(np.log(v.min_tcp_height_m), np.log(v.max_tcp_height_m))))
+        # heights: log-uniform, so the many close-up views (where the mask matters most) are well covered; a far
+        # view (drawn only when asked for, so the recipe's stream is unchanged) is at an episode's start or search
+        if v.far_view_prob > 0 and rng.random() < v.far_view_prob:
+            h = float(rng.uniform(*v.far_view_height_m))
+        else:
+            h = float(np.exp(rng.uniform(np.log(v.min_tcp_height_m), np.log(v.max_tcp_height_m))))
         if rng.random() < v.near_offset_prob:
             radius = rng.uniform(0.0, 0.004 + 0.3 * h)
         else:

@@ -1,0 +1,77 @@
+"""Far training views: the sim views at an episode's start and search heights, and more table textures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grasp_s2r.sim.robot import PALM_LINK
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.dataset import env_config_for
+from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
+
+
+def _sphere_width_px(mask: np.ndarray) -> int:
+    cols = np.nonzero(mask.any(axis=0))[0]
+    return 0 if len(cols) == 0 else int(cols[-1] - cols[0] + 1)
+
+
+def _views(view: ViewConfig, n: int) -> tuple[list[float], list[int]]:
+    """TCP heights above the table (m) and sphere widths (px) of ``n`` views."""
+    s = SimViewSampler(env_config_for(64), view)
+    heights, widths = [], []
+    try:
+        for k in range(n):
+            f = s.render(k, np.random.default_rng(k))
+            palm_z = s.env.robot.link_pose_world(PALM_LINK)[0][2]
+            heights.append(palm_z)
+            widths.append(_sphere_width_px(f.sphere_mask))
+    finally:
+        s.close()
+    return heights, widths
+
+
+def test_far_views_are_at_start_and_search_heights_with_a_sphere_a_few_px_wide():
+    _, far_widths = _views(ViewConfig(empty_prob=0.0, far_view_prob=1.0), 24)
+    _, recipe_widths = _views(ViewConfig(empty_prob=0.0), 24)
+    seen = [w for w in far_widths if w > 0]
+    assert len(seen) >= 20  # the sphere stays in view from there
+    assert max(seen) <= 5 and np.median(seen) <= 4  # 2-4 px: what an episode starts with
+    assert np.median([w for w in recipe_widths if w > 0]) > np.median(seen) + 2  # the recipe's views: mostly close
+
+
+def test_far_view_heights_follow_the_configured_range():
+    low, _ = _views(ViewConfig(empty_prob=0.0, far_view_prob=1.0, far_view_height_m=(0.1, 0.1)), 6)
+    high, _ = _views(ViewConfig(empty_prob=0.0, far_view_prob=1.0, far_view_height_m=(0.24, 0.24)), 6)
+    assert np.ptp(low) < 3e-3 and np.ptp(high) < 3e-3  # (the arm's IK lands within a few mm)
+    assert np.mean(high) - np.mean(low) == pytest.approx(0.14, abs=2e-3)
+
+
+def test_without_far_views_the_recipe_views_are_unchanged():
+    # the far-view draw happens only when asked for: old runs' composites stay bit-identical
+    a = SimViewSampler(env_config_for(32), ViewConfig(empty_prob=0.2))
+    b = SimViewSampler(env_config_for(32), ViewConfig(empty_prob=0.2, far_view_prob=0.0, far_view_height_m=(0.2, 0.3)))
+    try:
+        for k in range(4):
+            assert np.array_equal(a.render(k, np.random.default_rng(k)).rgb, b.render(k, np.random.default_rng(k)).rgb)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_every_photo_can_become_a_table_with_enough_textures():
+    photos = load_backgrounds("train")
+    few = SimViewSampler(env_config_for(32), ViewConfig(photo_textures=4), table_photos=photos)
+    many = SimViewSampler(env_config_for(32), ViewConfig(photo_textures=len(photos)), table_photos=photos)
+    try:
+        assert len(few._photo_texture_ids()) == 4
+        assert len(many._photo_texture_ids()) == len(photos)
+    finally:
+        few.close()
+        many.close()
+
+
+@pytest.mark.parametrize("bad", [dict(far_view_prob=1.5), dict(far_view_height_m=(0.2, 0.1)), dict(photo_textures=0)])
+def test_bad_far_view_settings_are_refused(bad):
+    with pytest.raises(ValueError):
+        ViewConfig(**bad)
