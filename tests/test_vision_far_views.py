@@ -71,7 +71,7 @@ def test_every_photo_can_become_a_table_with_enough_textures():
         many.close()
 
 
-@pytest.mark.parametrize("bad", [dict(far_view_prob=1.5), dict(far_view_height_m=(0.2, 0.1)), dict(photo_textures=0)])
+@pytest.mark.parametrize("bad", [{"far_view_prob": 1.5}, {"far_view_height_m": (0.2, 0.1)}, {"photo_textures": 0}])
 def test_bad_far_view_settings_are_refused(bad):
     with pytest.raises(ValueError):
         ViewConfig(**bad)
