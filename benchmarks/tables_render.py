@@ -42,6 +42,9 @@ COMMANDS = {
     "segmenter_recipe-controller": "python benchmarks/segmenter_recipe.py CANDIDATE.pt --controllers CONTROLLER.pt "
                                    "--json benchmarks/results/segmenter_recipe-controller.json",
     "painted_misses": "python benchmarks/painted_misses.py --save",
+    "unseen_tables": "python benchmarks/unseen_tables.py --photos CORPUS/mate-backgrounds CANDIDATE.pt --save",
+    "unseen_tables-2": "python benchmarks/unseen_tables.py --photos CORPUS/mate-backgrounds CANDIDATE.pt "
+                       "--json benchmarks/results/unseen_tables-2.json",
     "own_scene": "python benchmarks/own_scene.py CORPUS/supertuxkart-data CORPUS/lomiri-wallpapers-16.04 --save",
     "table_photo_failures": "python benchmarks/table_photo_failures.py --backgrounds "
                             "runs/own_scene-val/mate-backgrounds/test --save",

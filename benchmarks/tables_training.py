@@ -203,3 +203,32 @@ def table_photo_failures_table(d: Path) -> str:
     return (md_table(("episodes", "n", "sphere in view (share of steps)", "found when in view", "mask fires elsewhere",
                       "sphere width at the start, px"), rows)
             + f"\n\n`table-photo` on {f['backgrounds']}. " + provenance("table_photo_failures", res))
+
+
+UNSEEN_TABLES = ("unseen_tables", "unseen_tables-2")
+"""The runs of ``unseen_tables.py`` shown together (the shipped row once)."""
+
+
+def unseen_tables_table(d: Path) -> str:
+    """``unseen_tables``: each segmenter on tables it never trained on, per frame (far / all heights) and end to end."""
+    loaded = [(name, res) for name in UNSEEN_TABLES if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured("unseen_tables")
+    f = loaded[0][1]["figures"]
+    rows_by_label = {label: r for _, res in loaded for label, r in res["figures"]["rows"].items()}
+
+    def cell(m: dict) -> str:
+        return " / ".join(f"{m[k]:.3f}" for k in ("precision", "recall", "found_rate", "false_detection_rate"))
+
+    rows = [(f"`{label}`", cell(r["far"]), cell(r["all"]),
+             rate_ci({"success_rate": r[UNSEEN]["successes"] / r[UNSEEN]["episodes"], **r[UNSEEN]}) if UNSEEN in r
+             else "-") for label, r in rows_by_label.items()]
+    table = md_table(("segmenter (+ controller, where not the shipped one)",
+                      "far views: P / R / found / false det.", "all heights", "table-photo-unseen"), rows)
+    return (table + f"\n\nThe validation photos `{Path(f['photos']).name}` ({f['n_photos']}, trained on by none) as the "
+            f"sim table: {f['views']} views a set (far: an episode's start and search heights, the sphere 2-4 px "
+            f"wide; all: the training views' heights), and {f['episodes']} validation episodes (success in %, "
+            "95 % CI). " + " ".join(provenance(name, res) for name, res in loaded))
+
+
+UNSEEN = "table-photo-unseen"

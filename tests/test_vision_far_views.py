@@ -75,3 +75,32 @@ def test_every_photo_can_become_a_table_with_enough_textures():
 def test_bad_far_view_settings_are_refused(bad):
     with pytest.raises(ValueError):
         ViewConfig(**bad)
+
+
+def _sphere_vs_table_colour(view: ViewConfig, photos: list[np.ndarray], n: int) -> float:
+    """Median over ``n`` photo-table views of the RGB distance between the sphere's mean colour and the ring of
+    table around it."""
+    import cv2
+
+    s = SimViewSampler(env_config_for(64), view, table_photos=photos)
+    dists = []
+    try:
+        for k in range(n):
+            f = s.render(k, np.random.default_rng(k), photo_table=np.random.default_rng([k, 1]))
+            m = f.sphere_mask
+            if m.sum() < 6:
+                continue
+            ring = cv2.dilate(m.astype(np.uint8), np.ones((7, 7), np.uint8)).astype(bool) & ~m & ~f.gripper_mask
+            dists.append(np.linalg.norm(f.rgb[m].mean(0) - f.rgb[ring].mean(0)))
+    finally:
+        s.close()
+    assert len(dists) >= n // 2
+    return float(np.median(dists))
+
+
+def test_table_coloured_spheres_look_like_the_table_around_them():
+    photos = load_backgrounds("train")
+    base = {"empty_prob": 0.0, "near_offset_prob": 1.0, "max_tcp_height_m": 0.06}
+    plain = _sphere_vs_table_colour(ViewConfig(**base), photos, 16)
+    camouflaged = _sphere_vs_table_colour(ViewConfig(**base, table_colour_prob=1.0), photos, 16)
+    assert camouflaged < 0.6 * plain

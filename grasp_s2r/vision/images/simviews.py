@@ -62,6 +62,10 @@ class ViewConfig:
     unchanged)."""
     far_view_height_m: tuple[float, float] = (0.15, 0.25)
     """TCP heights above the table of the far views: the start (0.18 m +- its jitter) and the search (0.22 m)."""
+    table_colour_prob: float = 0.0
+    """Share of photo-table views whose sphere takes the colour of the table texture under it (its mean colour
+    around the sphere's place, jittered): the camouflaged sphere an episode shows by chance; 0
+    draws nothing."""
     photo_textures: int = 32
     """Table textures cut from the photos for ``photo_table`` views (texture ``k`` from photo ``k % len(photos)``;
     loaded once per rendering process): with more photos than textures only the first ones are tables."""
@@ -76,6 +80,8 @@ class ViewConfig:
         lo, hi = self.far_view_height_m
         if not 0.0 < lo <= hi:
             raise ValueError(f"far_view_height_m must be 0 < LO <= HI, got {self.far_view_height_m}")
+        if not 0.0 <= self.table_colour_prob <= 1.0:
+            raise ValueError(f"table_colour_prob must be in [0, 1], got {self.table_colour_prob}")
         if self.photo_textures < 1:
             raise ValueError(f"photo_textures must be >= 1, got {self.photo_textures}")
 
@@ -87,6 +93,16 @@ def _sphere_rgb(rng: np.random.Generator, dull_prob: float, grey_prob: float = 0
         return rng.uniform(0.0, 1.0, size=3)
     hsv = np.array([[[rng.uniform(0, 180), rng.uniform(90, 255), rng.uniform(80, 255)]]], dtype=np.uint8)
     return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)[0, 0] / 255.0
+
+
+def _table_colour(texture_rgb: np.ndarray, grey: float, rng: np.random.Generator) -> np.ndarray:
+    """A sphere colour like the table's (float RGB in [0, 1]): the mean of a random eighth of the texture (the
+    texture spans the table, the camera sees a few cm of it), times the table's grey, 0.8-1.4 brighter (the lit
+    sphere's shaded half darkens it) and 0.9-1.1 a channel."""
+    h, w = texture_rgb.shape[:2]
+    y, x = int(rng.integers(0, h - h // 8 + 1)), int(rng.integers(0, w - w // 8 + 1))
+    patch = texture_rgb[y:y + h // 8, x:x + w // 8].reshape(-1, 3).mean(axis=0) / 255.0
+    return np.clip(patch * grey * rng.uniform(0.8, 1.4) * rng.uniform(0.9, 1.1, size=3), 0.0, 1.0)
 
 
 _RASTER_OFFSET_PX = (0.5, -0.5)
@@ -108,6 +124,7 @@ class SimViewSampler:
         self.texture_seed = texture_seed
         self._env: GraspEnv | None = None
         self._photo_textures: list[int] = []
+        self._photo_texture_rgb: list[np.ndarray] = []
 
     @property
     def env(self) -> GraspEnv:
@@ -121,6 +138,7 @@ class SimViewSampler:
                 raise ValueError("photo_table views need table_photos")
             textures = photo_textures(self.table_photos, self.n_photo_textures, self.texture_seed)
             self._photo_textures = load_textures(self.env.client, textures)
+            self._photo_texture_rgb = textures
         return self._photo_textures
 
     def sphere_circle_px(self) -> tuple[float, float, float]:
@@ -165,8 +183,11 @@ class SimViewSampler:
         if photo_table is not None:
             ids = self._photo_texture_ids()
             grey = float(photo_table.uniform(0.7, 1.0))
-            set_table_texture(env, ids[int(photo_table.integers(len(ids)))], grey)
+            k = int(photo_table.integers(len(ids)))
+            set_table_texture(env, ids[k], grey)
         rgba = [*_sphere_rgb(rng, v.dull_color_prob, v.grey_color_prob), 1.0]
+        if photo_table is not None and v.table_colour_prob > 0 and photo_table.random() < v.table_colour_prob:
+            rgba[:3] = _table_colour(self._photo_texture_rgb[k], grey, photo_table)
         spec = float(rng.uniform(0.0, v.specular_max))
         pb.changeVisualShape(env.sphere_uid, -1, rgbaColor=rgba, specularColor=[spec] * 3,
                              physicsClientId=env.client)
@@ -198,3 +219,4 @@ class SimViewSampler:
             self._env.close()
             self._env = None
             self._photo_textures = []
+            self._photo_texture_rgb = []
