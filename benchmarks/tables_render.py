@@ -43,8 +43,8 @@ COMMANDS = {
                                    "--json benchmarks/results/segmenter_recipe-controller.json",
     "painted_misses": "python benchmarks/painted_misses.py --save",
     "unseen_tables": "python benchmarks/unseen_tables.py --photos CORPUS/mate-backgrounds CANDIDATE.pt --save",
-    "unseen_tables-2": "python benchmarks/unseen_tables.py --photos CORPUS/mate-backgrounds CANDIDATE.pt "
-                       "--json benchmarks/results/unseen_tables-2.json",
+    **{f"unseen_tables-{k}": "python benchmarks/unseen_tables.py --photos CORPUS/mate-backgrounds CANDIDATE.pt "
+                             f"--json benchmarks/results/unseen_tables-{k}.json" for k in (2, 3)},
     "own_scene": "python benchmarks/own_scene.py CORPUS/supertuxkart-data CORPUS/lomiri-wallpapers-16.04 --save",
     "table_photo_failures": "python benchmarks/table_photo_failures.py --backgrounds "
                             "runs/own_scene-val/mate-backgrounds/test --save",
