@@ -65,7 +65,8 @@ def main() -> int:
     rows = {}
     with RolloutPool(control_env_config(), args.workers) as pool:
         for path, controller in [(Path(default_checkpoint_path()), CONTROLLER), *zip(args.candidates, controllers)]:
-            label = "shipped" if len(rows) == 0 else str(path) + ("" if controller == CONTROLLER else f" + {controller}")
+            own = controller.resolve() != CONTROLLER.resolve()  # the shipped one, however its path is written
+            label = "shipped" if len(rows) == 0 else str(path) + (f" + {controller}" if own else "")
             masks = make_mask_source("predicted", str(path), "cpu")
             policy = Policy.load(controller, "cpu")[0]
             val = validate(pool, policy, masks, conditions, args.episodes, label=label,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tables_render import load, md_table, not_measured, provenance, rate_ci
+from validation import UNSEEN_TABLE as UNSEEN
 
 from grasp_s2r.stats import difference_interval
 
@@ -230,5 +231,3 @@ def unseen_tables_table(d: Path) -> str:
             f"wide; all: the training views' heights), and {f['episodes']} validation episodes (success in %, "
             "95 % CI). " + " ".join(provenance(name, res) for name, res in loaded))
 
-
-UNSEEN = "table-photo-unseen"

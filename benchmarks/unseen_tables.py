@@ -90,7 +90,7 @@ def main() -> int:
     rows = {}
     with RolloutPool(control_env_config(), args.workers) as pool:
         for path, ctrl in [(Path(default_checkpoint_path()), shipped_ctrl), *zip(args.checkpoints, controllers)]:
-            own = ctrl.resolve() != shipped_ctrl.resolve()
+            own = ctrl.resolve() != shipped_ctrl.resolve()  # the shipped one, however its path is written
             label = "shipped" if not rows else str(path) + (f" + {ctrl}" if own else "")
             seg = Segmenter.load(path)
             row = {"checkpoint": str(path), "sha256": file_sha256(path), "controller": str(ctrl),

@@ -77,8 +77,8 @@ OPTIONS = (
     Option("--empty-view-prob", "share of sim views without a sphere", "data.view.empty_prob", type=float),
     Option("--far-view-prob", "share of sim views from an episode's start and search heights (0.15-0.25 m: the "
            "sphere 2-4 px wide, the most table in view)", "data.view.far_view_prob", type=float),
-    Option("--table-colour-prob", "share of photo-table views whose sphere takes the table's colour around it "
-           "(camouflaged)", "data.view.table_colour_prob", type=float),
+    Option("--table-colour-prob", "share of photo-table views whose sphere takes the table's colour (a random "
+           "patch of its texture: camouflaged)", "data.view.table_colour_prob", type=float),
     Option("--table-textures", "table textures cut from the photos for photo-table views (more photos than this: "
            "only the first ones become tables)", "data.view.photo_textures", type=positive_int),
     Option("--size-balanced", "each sphere's pixels weigh the same in the loss, whatever its size (a missed "

@@ -63,9 +63,8 @@ class ViewConfig:
     far_view_height_m: tuple[float, float] = (0.15, 0.25)
     """TCP heights above the table of the far views: the start (0.18 m +- its jitter) and the search (0.22 m)."""
     table_colour_prob: float = 0.0
-    """Share of photo-table views whose sphere takes the colour of the table texture under it (its mean colour
-    around the sphere's place, jittered): the camouflaged sphere an episode shows by chance; 0
-    draws nothing."""
+    """Share of photo-table views whose sphere takes the table's colour (the mean of a random patch of the table's
+    texture, jittered: :func:`_table_colour`): the camouflaged sphere an episode shows by chance; 0 draws nothing."""
     photo_textures: int = 32
     """Table textures cut from the photos for ``photo_table`` views (texture ``k`` from photo ``k % len(photos)``;
     loaded once per rendering process): with more photos than textures only the first ones are tables."""
