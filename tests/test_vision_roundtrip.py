@@ -133,8 +133,24 @@ def test_init_starts_from_a_checkpoint_and_refuses_another_network(trained, tmp_
     b = dict(Segmenter.load(out / "model.pt", device="cpu").model.named_parameters())  # (BN statistics move)
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert json.loads((out / "run.json").read_text())["config"]["train"]["init_checkpoint"] == str(trained / "model.pt")
-    # a checkpoint of another width is refused with one line
+    # a checkpoint of a wider network is refused with one line
     other = [a if a != "8" else "6" for a in TINY]
     assert main(["train-vision", "--out", str(tmp_path / "bad"), "--steps", "1", "--init", str(trained / "model.pt"),
                  *other]) == 2
-    assert "--init" in capsys.readouterr().err
+    assert "not a wider one" in capsys.readouterr().err
+
+
+def test_init_widens_a_narrower_unet(trained, tmp_path):
+    # GIVEN a finished width-8 run, WHEN a width-12 run starts from it with a vanishing learning rate
+    out = tmp_path / "wider"
+    wider = [{"8": "12", "0.01": "1e-12"}.get(a, a) for a in TINY]
+    assert main(["train-vision", "--out", str(out), "--steps", "1", "--init", str(trained / "model.pt"), *wider]) == 0
+    # THEN the narrow weights sit at the front of every layer and nothing new flows into an old channel
+    a = dict(Segmenter.load(trained / "model.pt", device="cpu").model.named_parameters())
+    b = dict(Segmenter.load(out / "model.pt", device="cpu").model.named_parameters())
+    assert a.keys() == b.keys() and b["down.0.0.weight"].shape[0] == 12
+    for k, old in a.items():
+        front = b[k][tuple(slice(0, n) for n in old.shape)]
+        if not k.startswith("fuse.") or not k.endswith(".0.weight"):  # (a decoder block's skip half moves back)
+            torch.testing.assert_close(front, old, atol=1e-6, rtol=0)
+    assert b["head.weight"][0, 8:].abs().max() < 1e-6

@@ -61,6 +61,7 @@ from grasp_s2r.vision.networks.segmenter import (
     read_checkpoint,
     write_checkpoint,
 )
+from grasp_s2r.vision.networks.widen import load_widened
 from grasp_s2r.vision.training.calibrate import calibrate_checkpoint
 from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, TrainError, lr_factor
 
@@ -140,18 +141,31 @@ def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
         init = read_checkpoint(Path(cfg.init_checkpoint))
     except CheckpointError as e:
         raise TrainError(f"--init: {e}") from None
-    same = (init["architecture"] == cfg.architecture and dict(init["arch_kwargs"]) == cfg.arch_kwargs
-            and tuple(init["input_hw"]) == (cfg.image_size_px, cfg.image_size_px))
-    if not same:
+    same_size = tuple(init["input_hw"]) == (cfg.image_size_px, cfg.image_size_px)
+    same = init["architecture"] == cfg.architecture and dict(init["arch_kwargs"]) == cfg.arch_kwargs
+    if not same_size or not (same or _widens(init, cfg)):
         raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
                          f"{tuple(init['input_hw'])} px, this run is {cfg.architecture} {cfg.arch_kwargs} at "
-                         f"{cfg.image_size_px} px")
+                         f"{cfg.image_size_px} px (a U-Net may start from a narrower one of its depth, "
+                         "not a wider one)")
     return init
 
 
+def _widens(init: dict[str, Any], cfg: SegmenterTrainConfig) -> bool:
+    """Whether ``init`` is a narrower U-Net of this run's depth (``vision/networks/widen.py``)."""
+    kwargs = dict(init["arch_kwargs"])
+    return (init["architecture"] == cfg.architecture == "unet" and kwargs.get("depth") == cfg.depth
+            and kwargs.get("width", cfg.width) < cfg.width)
+
+
 def _load_initial_weights(model: torch.nn.Module, cfg: SegmenterTrainConfig) -> None:
-    """Start from the weights of ``cfg.init_checkpoint``; it must be the same network at the same input size."""
-    model.load_state_dict(check_init_checkpoint(cfg)["state_dict"])
+    """Start from the weights of ``cfg.init_checkpoint``: the same network at the same input size, or a narrower
+    U-Net, widened without changing what it computes."""
+    init = check_init_checkpoint(cfg)
+    if _widens(init, cfg):
+        load_widened(model, init["state_dict"])
+    else:
+        model.load_state_dict(init["state_dict"])
 
 
 def train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,

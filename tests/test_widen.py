@@ -1,0 +1,70 @@
+"""Widening a trained U-Net (``vision/networks/widen.py``): the wider network computes what the narrow one did, and
+its new channels can learn."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from grasp_s2r.vision.networks.model import UNet, build_model
+from grasp_s2r.vision.networks.widen import load_widened, widen_unet_state
+
+
+def _trained_narrow(width: int = 8, depth: int = 3) -> UNet:
+    """A narrow U-Net whose weights and batch-norm statistics are not the initial ones (a few SGD steps)."""
+    torch.manual_seed(0)
+    net = UNet(width, depth)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    for _ in range(3):
+        x = torch.randn(4, 3, 32, 32) * 2 + 0.5
+        net(x).square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+    return net
+
+
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_widened_unet_computes_the_narrow_ones_logits(mode):
+    # GIVEN a trained width-8 U-Net and a fresh width-12 one of the same depth
+    narrow = _trained_narrow()
+    wide = UNet(12, 3)
+    # WHEN the wide one takes the narrow one's weights, widened
+    load_widened(wide, narrow.state_dict())
+    # THEN both give the same logits (batch norm by running statistics, or by the batch's: per channel either way)
+    getattr(narrow, mode)()
+    getattr(wide, mode)()
+    x = torch.randn(3, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(wide(x), narrow(x), atol=1e-5, rtol=1e-5)
+
+
+def test_new_channels_start_fresh_and_learn():
+    narrow = _trained_narrow()
+    wide = UNet(12, 3)
+    load_widened(wide, narrow.state_dict())
+    # the old channels keep their weights at the front; the new ones read the old ones through fresh weights
+    torch.testing.assert_close(wide.down[1][0].weight[:16, :8], narrow.down[1][0].weight)
+    assert wide.down[1][0].weight[16:, :8].abs().sum() > 0
+    assert wide.down[1][0].weight[:16, 8:].abs().sum() == 0  # nothing new flows into an old channel yet
+    # a decoder block's skip half sits behind the widened upsampled half
+    torch.testing.assert_close(wide.fuse[2][0].weight[:8, 12:20], narrow.fuse[2][0].weight[:, 8:16])
+    # WHEN the wide network trains a few Adam steps, THEN its output is no longer the narrow one's and the new
+    # channels feed the head
+    opt = torch.optim.Adam(wide.parameters(), lr=1e-2)
+    x, target = torch.randn(4, 3, 32, 32), (torch.rand(4, 1, 32, 32) > 0.9).float()
+    for _ in range(5):
+        torch.nn.functional.binary_cross_entropy_with_logits(wide(x), target).backward()
+        opt.step()
+        opt.zero_grad()
+    assert wide.head.weight[0, 8:].abs().min() > 0
+    assert wide.down[1][0].weight[:16, 8:].abs().sum() > 0
+
+
+def test_narrowing_or_another_depth_is_refused():
+    narrow = _trained_narrow()
+    with pytest.raises(ValueError, match="cannot widen"):
+        widen_unet_state(UNet(12, 3).state_dict(), UNet(8, 3))
+    with pytest.raises(ValueError, match="other layers"):
+        widen_unet_state(narrow.state_dict(), UNet(12, 2))
+    with pytest.raises(TypeError, match="only a U-Net"):
+        load_widened(build_model("lraspp"), narrow.state_dict())
