@@ -44,6 +44,11 @@ class AugmentConfig:
     affine_translate: float = 0.06
     """Max absolute affine translation, as a fraction of the image size."""
 
+    def __post_init__(self) -> None:
+        for name in ("color_jitter_prob", "noise_prob", "blur_prob", "jpeg_prob", "affine_prob"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+
 
 NO_AUGMENT = AugmentConfig(color_jitter_prob=0.0, noise_prob=0.0, blur_prob=0.0, jpeg_prob=0.0, affine_prob=0.0)
 """Every transform off: composites exactly as pasted."""
