@@ -2,7 +2,7 @@
 found it then, and how often the mask fired elsewhere; successes against failures.
 
     python benchmarks/table_photo_failures.py [--backgrounds DIR] [--episodes 100] [--vision CKPT] [--policy CKPT]
-        [--save]
+        [--crops PNG] [--save]
 
 Runs the shipped system (or ``--vision`` / ``--policy``) on ``table-photo`` (the embedded held-out photos, or
 ``--backgrounds``: yours, all of them) with the evaluation's seeds, recording every step. Per episode: ``in_view``
@@ -10,7 +10,9 @@ Runs the shipped system (or ``--vision`` / ``--policy``) on ``table-photo`` (the
 overlaps it), ``false_blob`` (share of steps with 3 or more mask pixels off the sphere), ``first_found`` (the
 first step that finds it, -1 never) and ``width0_px`` (the sphere's width at the first step). Prints the means of
 successes and of failures and one line a failure; writes ``runs/benchmarks/table_photo_failures.json``
-(``--save``: ``benchmarks/results/``).
+(``--save``: ``benchmarks/results/``). ``--crops PNG``: a picture of the failures, each sphere where the episode
+started: a 16 px window around it, as the camera saw it and with the controller's mask (green: on the sphere, red:
+elsewhere, blue: the sphere missed).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from results_io import add_json_argument, write_results
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control import seeds
 from grasp_s2r.control.policy import Policy
+from grasp_s2r.drawing import crop_around, image_grid, overlay_tile, write_png
 from grasp_s2r.runtime.conditions import resolve_condition
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
@@ -47,6 +50,17 @@ def episode_row(arrays: dict[str, np.ndarray]) -> dict[str, float]:
             "width0_px": float(mask_width_px(gt[:1])[0]), "steps": n}
 
 
+def failure_crops(records, side: int = 16) -> np.ndarray:
+    """Per episode, the first frame around the sphere: as seen, and overlaid with the controller's mask (TP green,
+    FP red, FN blue); two tiles an episode, five episodes a row, 8x."""
+    tiles = []
+    for r in records:
+        rgb, gt = np.asarray(r.arrays["rgb"])[0], np.asarray(r.arrays["sphere_mask"], bool)[0]
+        seen = np.asarray(r.arrays["input_mask"], bool)[0]
+        tiles += [crop_around(rgb, gt, side), crop_around(overlay_tile(rgb, seen, gt), gt, side)]
+    return image_grid(tiles, columns=10, scale=8)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backgrounds", default="", help="your photos as the table (default: the embedded held-out)")
@@ -54,6 +68,7 @@ def main() -> int:
     p.add_argument("--vision", default="", help="segmenter checkpoint (default: the shipped one)")
     p.add_argument("--policy", default="", help="controller checkpoint (default: the shipped one)")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--crops", default="", help="write a PNG of each failure's sphere at the start (16 px around it)")
     add_json_argument(p, "table_photo_failures")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -74,6 +89,10 @@ def main() -> int:
     for r in rows:
         if not r["success"]:
             print(f"  failed seed {r['seed']}: " + ", ".join(f"{k} {r[k]:.2f}" for k in KEYS))
+    if args.crops:
+        failed = [r for r in recs if not r.success]
+        if failed:
+            print(f"crops: {write_png(failure_crops(failed), args.crops)}")
     write_results(args.json, "table_photo_failures", {"backgrounds": args.backgrounds or "embedded held-out",
                                                       "summary": summary, "episodes": rows}, args)
     return 0

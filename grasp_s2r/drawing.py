@@ -69,6 +69,16 @@ def overlay_tile(rgb: np.ndarray, pred: np.ndarray, target: np.ndarray) -> np.nd
     return tint_mask(out, ~pred & target, FN_RGB, OVERLAY_ALPHA)
 
 
+def crop_around(image: np.ndarray, mask: np.ndarray, side: int = 16) -> np.ndarray:
+    """The ``side`` x ``side`` window of ``image`` (H, W[, C]) centred on the pixels of ``mask`` bool (H, W) (the image
+    centre when it has none); edges are repeated where the window leaves the image."""
+    ys, xs = np.nonzero(np.asarray(mask, bool))
+    cy, cx = (int(ys.mean()), int(xs.mean())) if len(ys) else (image.shape[0] // 2, image.shape[1] // 2)
+    half = side // 2
+    pad = ((half, half), (half, half)) + ((0, 0),) * (image.ndim - 2)
+    return np.pad(image, pad, mode="edge")[cy:cy + side, cx:cx + side]
+
+
 def image_grid(tiles: Sequence[np.ndarray], columns: int = 8, scale: int = 3) -> np.ndarray:
     """Tiles uint8 (h, w, 3) of one size -> one uint8 image on a white background, upscaled ``scale`` x (nearest)."""
     h, w = tiles[0].shape[:2]
