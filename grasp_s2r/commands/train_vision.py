@@ -74,6 +74,8 @@ OPTIONS = (
     Option("--affine-scale", "range of the affine zoom of training composites (the recipe's: spheres up to the "
            "16 px the camera shows at its closest)", "data.augment.affine_scale", convert=_range("--affine-scale"), metavar="LO,HI",
            show=comma_text),
+    Option("--busy-background-prob", "share of photo backgrounds that are the busiest of 4 random crops around the "
+           "sphere (the textures that hide small spheres)", "data.busy_background_prob", type=float),
     Option("--noise-prob", "share of composites with sensor noise", "data.augment.noise_prob", type=float),
     Option("--blur-prob", "share of composites blurred (defocus, motion)", "data.augment.blur_prob", type=float),
     Option("--jpeg-prob", "share of composites JPEG-compressed", "data.augment.jpeg_prob", type=float),

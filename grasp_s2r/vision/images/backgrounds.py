@@ -171,3 +171,21 @@ def recolor(photo_rgb: np.ndarray, rng: np.random.Generator, invert_prob: float 
     img = cv2.cvtColor(hsv.astype(np.uint8), cv2.COLOR_HSV2RGB)
     img = np.clip(img * rng.uniform(0.6, 1.4, size=3).astype(np.float32), 0, 255).astype(np.uint8)
     return 255 - img if rng.random() < invert_prob else img
+
+
+def detail_around(rgb: np.ndarray, centre_yx: tuple[int, int], window_px: int = 16) -> float:
+    """Mean absolute Laplacian of the grey image in the ``window_px`` square around ``centre_yx``: how busy the
+    texture is where a small sphere sits (what hides one from the segmenter; a flat surface scores 0)."""
+    grey = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2GRAY).astype(np.float32)
+    lap = np.abs(cv2.Laplacian(grey, cv2.CV_32F, ksize=1))
+    y, x, h = int(centre_yx[0]), int(centre_yx[1]), window_px // 2
+    return float(lap[max(0, y - h):y + h, max(0, x - h):x + h].mean())
+
+
+def busiest_crop(photos: list[np.ndarray], out_hw: tuple[int, int], rng: np.random.Generator,
+                 centre_yx: tuple[int, int], tries: int = 4) -> np.ndarray:
+    """Of ``tries`` random crops (:func:`random_crop`, each of a random photo), the one with the most detail around
+    ``centre_yx`` (:func:`detail_around`): the busy textures that hide small spheres, more often (``train-vision
+    --busy-background-prob``). uint8 (out_h, out_w, 3)."""
+    crops = [random_crop(photos[int(rng.integers(len(photos)))], out_hw, rng) for _ in range(tries)]
+    return max(crops, key=lambda c: detail_around(c, centre_yx))

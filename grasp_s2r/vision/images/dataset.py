@@ -29,7 +29,7 @@ from grasp_s2r.configs import to_dict
 from grasp_s2r.sim.camera import Frame
 from grasp_s2r.sim.config import CameraConfig, EnvConfig
 from grasp_s2r.vision.images.augment import AugmentConfig, Augmenter
-from grasp_s2r.vision.images.backgrounds import random_crop, recolor
+from grasp_s2r.vision.images.backgrounds import busiest_crop, random_crop, recolor
 from grasp_s2r.vision.images.composite import CompositeConfig, composite_frame
 from grasp_s2r.vision.images.reshade import ReshadeConfig, reshade
 from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
@@ -95,12 +95,17 @@ class DataConfig:
     """Re-lighting of the sphere from its geometry (default: off)."""
     distractor_prob: float = 0.0
     """Share of pasted-on backgrounds (photo, texture, flat) that get 1-3 hard-negative distractors."""
+    busy_background_prob: float = 0.0
+    """Share of photo backgrounds that are the busiest of 4 random crops around the sphere
+    (:func:`backgrounds.busiest_crop`): small spheres on the textures that hide them, more often."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.background_recolor_prob <= 1.0:
             raise ValueError(f"background_recolor_prob must be in [0, 1], got {self.background_recolor_prob}")
         if not 0.0 <= self.distractor_prob <= 1.0:
             raise ValueError(f"distractor_prob must be in [0, 1], got {self.distractor_prob}")
+        if not 0.0 <= self.busy_background_prob <= 1.0:
+            raise ValueError(f"busy_background_prob must be in [0, 1], got {self.busy_background_prob}")
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -178,13 +183,19 @@ class CompositeDataset(Dataset):
         """The sim render of view ``view_index`` (cached: consecutive items share it)."""
         return self._view(view_index)[0]
 
-    def _background(self, kind: str, rng: np.random.Generator, index: int) -> np.ndarray:
+    def _background(self, kind: str, rng: np.random.Generator, index: int, sphere_mask: np.ndarray) -> np.ndarray:
         if kind == "texture":
             return procedural_texture(self.image_hw, rng)
         if kind == "flat":
             return flat_colour(self.image_hw, rng)
         photo = self.backgrounds[int(rng.integers(len(self.backgrounds)))]
         background = random_crop(photo, self.image_hw, rng)
+        if self.data.busy_background_prob > 0:  # its own stream, as recolouring's
+            busy_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 5, index])
+            if busy_rng.random() < self.data.busy_background_prob:
+                ys, xs = np.nonzero(sphere_mask)
+                centre = (int(ys.mean()), int(xs.mean())) if len(ys) else (self.image_hw[0] // 2, self.image_hw[1] // 2)
+                background = busiest_crop(self.backgrounds, self.image_hw, busy_rng, centre)
         if self.data.background_recolor_prob > 0:  # its own stream: the paste and augmentation stay the same
             recolor_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 2, index])
             if recolor_rng.random() < self.data.background_recolor_prob:
@@ -212,7 +223,7 @@ class CompositeDataset(Dataset):
         if photo_table or kind == "sim_table":
             rgb, mask = frame.rgb.copy(), frame.sphere_mask.copy()
         else:
-            background = self._background(kind, rng if kind == "photo" else extra, index)
+            background = self._background(kind, rng if kind == "photo" else extra, index, frame.sphere_mask)
             if d.distractor_prob > 0 and extra.random() < d.distractor_prob:
                 background = add_distractors(background, extra)
             rgb, mask = composite_frame(frame, background, rng, d.composite)
