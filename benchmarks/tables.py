@@ -52,6 +52,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "own_scene_validation": lambda d: training.own_scene_table(d, training.OWN_SCENE_VALIDATION),
     "table_photo_failures": training.table_photo_failures_table,
     "unseen_tables": training.unseen_tables_table,
+    "sphere_context": training.sphere_context_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")

@@ -206,7 +206,7 @@ def table_photo_failures_table(d: Path) -> str:
             + f"\n\n`table-photo` on {f['backgrounds']}. " + provenance("table_photo_failures", res))
 
 
-UNSEEN_TABLES = ("unseen_tables", "unseen_tables-2", "unseen_tables-3")
+UNSEEN_TABLES = ("unseen_tables", "unseen_tables-2", "unseen_tables-3", "unseen_tables-4", "unseen_tables-5")
 """The runs of ``unseen_tables.py`` shown together (the shipped row once)."""
 
 
@@ -231,3 +231,29 @@ def unseen_tables_table(d: Path) -> str:
             f"wide; all: the training views' heights), and {f['episodes']} validation episodes (success in %, "
             "95 % CI). " + " ".join(provenance(name, res) for name, res in loaded))
 
+
+
+def sphere_context_table(d: Path) -> str:
+    """``sphere_context``: the failed episodes' first frames with the table around the sphere changed."""
+    res = load("sphere_context", d)
+    if res is None:
+        return not_measured("sphere_context")
+    f = res["figures"]
+
+    def cell(r: dict | None) -> str:
+        return "-" if r is None else f"{r['found']:.2f} / {r['false_blob']:.2f}"
+
+    rows = [(name, cell(r.get("failed")), cell(r.get("succeeded"))) for name, r in f["rows"].items()]
+    table = md_table(("first frame", f"failed episodes ({f['failed']}): found / false blob",
+                      "as many succeeded episodes: found / false blob"), rows)
+    return (table + f"\n\nThe shipped segmenter on the first frames of `table-photo-unseen` episodes (`{f['photos']}` as "
+            f"the table, {f['episodes']} validation episodes): found = the mask touches the sphere, false blob = 3 or "
+            "more mask pixels elsewhere; the sphere's own pixels are never changed but in the last row. "
+            + _approach_text(f.get("approach_found_by_width_px", {})) + provenance("sphere_context", res))
+
+
+def _approach_text(found_by: dict[str, float]) -> str:
+    if not found_by:
+        return ""
+    return ("Replayed with ground-truth masks (the arm approaches, the sphere grows), the failed episodes' spheres are "
+            "first found by a width of " + ", ".join(f"{w} px in {v:.0%}" for w, v in found_by.items()) + ". ")

@@ -222,6 +222,7 @@ CASES = [
     (f"{T} --blur-prob 1.5", "blur_prob must be in [0, 1], got 1.5"),
     (f"{T} --jpeg-prob nan", "jpeg_prob must be in [0, 1], got nan"),
     (f"{T} --noise-prob -1", "noise_prob must be in [0, 1], got -1.0"),
+    (f"{T} --hard-share 0", "hard_share must be in (0, 1], got 0.0"),
     (f"{T} --mix photo=x", "--mix: photo needs a number, got 'x'"),
     (f"{T} --mix sky=1", "--mix: unknown background kind 'sky'"),
     (f"{T} --mix photo=-1", "background mix weights must be finite, >= 0"),

@@ -126,3 +126,29 @@ def test_metrics_by_width_bins_spheres_by_the_width_of_their_area():
     assert rows["9-12"]["found_rate"] == 1.0 and 0.4 < rows["9-12"]["recall"] < 0.6
     assert rows["< 6"]["images"] == 3 and rows["< 6"]["found_rate"] == pytest.approx(2 / 3)
     assert rows[">= 6"]["images"] == 3 and rows[">= 6"]["found_rate"] == 1.0
+
+
+def test_hard_share_averages_the_bce_over_the_hardest_images_only():
+    import torch
+    import torch.nn.functional as F
+
+    from grasp_s2r.vision.training.train_config import segmentation_loss
+
+    torch.manual_seed(0)
+    target = torch.from_numpy(np.stack([_disc(32, 16.0, 16.0, r) for r in (2.0, 3.0, 5.0, 8.0)])[:, None]
+                              .astype(np.float32))
+    logits = torch.where(target > 0, 6.0, -6.0).requires_grad_(False).clone()
+    logits[1] = -6.0  # image 1 misses its sphere: the hardest
+    logits[3] += torch.randn_like(logits[3])  # image 3 a little unsure
+    per_image = F.binary_cross_entropy_with_logits(logits, target, reduction="none").mean((1, 2, 3))
+    dice_only = segmentation_loss(logits, target, dice_weight=1.0).item() - F.binary_cross_entropy_with_logits(
+        logits, target).item()
+    # every image: the recipe's loss; half: the two hardest images' BCE
+    assert segmentation_loss(logits, target, 1.0, hard_share=1.0).item() == pytest.approx(
+        segmentation_loss(logits, target, 1.0).item())
+    hard = segmentation_loss(logits, target, 1.0, hard_share=0.5).item() - dice_only
+    assert hard == pytest.approx(float(per_image.topk(2).values.mean()), rel=1e-5)
+    # the easy images get no gradient from the BCE
+    x = logits.clone().requires_grad_(True)
+    segmentation_loss(x, target, dice_weight=0.0, hard_share=0.25).backward()
+    assert x.grad[1].abs().sum() > 0 and x.grad[[0, 2, 3]].abs().sum() == 0

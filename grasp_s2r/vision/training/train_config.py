@@ -54,6 +54,9 @@ class SegmenterTrainConfig:
     """Each image's sphere pixels weigh, in the BCE and the Dice, as much in total as
     :data:`BALANCE_REFERENCE_PX` pixels: a missed 3 px sphere costs as much as a missed 11 px one
     (unweighted, the 11 px one costs 13 times more)."""
+    hard_share: float = 1.0
+    """The BCE averaged over this share of each batch's images, the hardest (highest BCE) ones (online hard-example
+    mining); 1 = every image, the recipe."""
     seed: int = 0
     """Seed of the initial weights and of every composite (train and validation streams)."""
     val_every: int = 250
@@ -93,6 +96,8 @@ class SegmenterTrainConfig:
             raise TrainError(f"architecture must be one of {', '.join(ARCHITECTURES)}, got {self.architecture!r}")
         if self.image_size_px % 8 or self.image_size_px < 16:
             raise TrainError(f"image size must be a multiple of 8 and at least 16, got {self.image_size_px}")
+        if not 0.0 < self.hard_share <= 1.0:
+            raise TrainError(f"hard_share must be in (0, 1], got {self.hard_share}")
         if self.calibration_images < 0:
             raise TrainError(f"calibration_images must be >= 0, got {self.calibration_images}")
         if self.crop_px is None:
@@ -131,7 +136,8 @@ class SegmenterTrainConfig:
 
     def loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """This run's :func:`segmentation_loss`."""
-        return segmentation_loss(logits, target, self.dice_weight, self.dice_per_image, self.size_balanced)
+        return segmentation_loss(logits, target, self.dice_weight, self.dice_per_image, self.size_balanced,
+                                 self.hard_share)
 
 
 BALANCE_REFERENCE_PX = 28.0
@@ -146,15 +152,21 @@ def sphere_pixel_weights(target: torch.Tensor) -> torch.Tensor:
 
 
 def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: float,
-                      per_image: bool = False, size_balanced: bool = False) -> torch.Tensor:
+                      per_image: bool = False, size_balanced: bool = False, hard_share: float = 1.0) -> torch.Tensor:
     """BCE + ``dice_weight`` x soft Dice; logits and target float (N, 1, H, W).
 
     The Dice is over the whole batch, or with ``per_image`` over each image (smoothed by 1 pixel, so an empty
     target image costs ``1 - 1 / (1 + predicted area)``) and then averaged. ``size_balanced``: every pixel of both
-    terms weighted by :func:`sphere_pixel_weights` (each sphere counts the same, whatever its size).
+    terms weighted by :func:`sphere_pixel_weights` (each sphere counts the same, whatever its size). ``hard_share``
+    < 1: the BCE is the mean of the ``ceil(hard_share * N)`` highest per-image BCEs (online hard-example mining).
     """
     w = sphere_pixel_weights(target) if size_balanced else None
-    bce = F.binary_cross_entropy_with_logits(logits, target, weight=w)
+    if hard_share < 1.0:
+        per_image_bce = F.binary_cross_entropy_with_logits(logits, target, weight=w, reduction="none").mean((1, 2, 3))
+        k = max(1, math.ceil(hard_share * len(per_image_bce)))
+        bce = per_image_bce.topk(k).values.mean()
+    else:
+        bce = F.binary_cross_entropy_with_logits(logits, target, weight=w)
     p = torch.sigmoid(logits)
     wp = p if w is None else w * p
     dims = (1, 2, 3) if per_image else (0, 1, 2, 3)

@@ -1,0 +1,149 @@
+"""What hides the sphere on tables the segmenter never saw: its look, or the texture around it?
+
+    python benchmarks/sphere_context.py --photos DIR [--vision CKPT] [--episodes 300] [--save]
+
+Runs the shipped system (``--vision``: another segmenter, with the shipped controller) on ``--episodes`` validation
+episodes with ``DIR``'s photos as the table (``table-photo-unseen``), takes the first frame of every episode it
+fails, and asks the segmenter again with the sphere's pixels kept and the table around it changed: blurred (Gaussian,
+sigma 1, 2, 4 px) or flat (its mean colour); and with the sphere drawn twice as wide on the table as seen. Prints,
+for the failures' first frames and for as many succeeding episodes', the share where the mask touches the sphere
+(found) and where it fires on 3 or more other pixels (false blob). Then replays the failed episodes with
+ground-truth masks (the controller approaches the sphere, which grows from ~3 px) and reports by which sphere width
+the segmenter first finds it on those frames. Writes ``runs/benchmarks/sphere_context.json``
+(``--save``: ``benchmarks/results/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+from results_io import add_json_argument, write_results
+from validation import UNSEEN_TABLE, VALIDATION_BASE, validation_condition
+
+from grasp_s2r.agent import default_controller_path
+from grasp_s2r.control.policy import Policy
+from grasp_s2r.runtime.conditions import EpisodeHooks
+from grasp_s2r.runtime.masks import make_mask_source
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import HOOK_STREAM, EpisodeRequest
+from grasp_s2r.sim.config import control_env_config
+from grasp_s2r.sim.env import GraspEnv
+from grasp_s2r.vision.evaluation.metrics import mask_width_px
+from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
+
+BLUR_SIGMAS_PX = (1.0, 2.0, 4.0)
+WIDTHS_PX = (4, 6, 8, 12)
+"""Sphere widths the approach's first detection is counted by."""
+
+
+def first_frames(seeds: list[int], photos: str) -> tuple[np.ndarray, np.ndarray]:
+    """The step-0 frames of validation episodes (rgb uint8 (n, H, W, 3), sphere masks bool (n, H, W)), rendered as
+    the rollout workers render them (the condition's hooks on the episode's seed)."""
+    cond = validation_condition(UNSEEN_TABLE, photos)
+    env = GraspEnv(control_env_config())
+    rgb, masks = [], []
+    try:
+        for seed in seeds:
+            result = env.reset(seed)
+            result = EpisodeHooks(env, cond, np.random.default_rng([seed, HOOK_STREAM])).on_reset() or result
+            rgb.append(result.frame.rgb)
+            masks.append(result.frame.sphere_mask.astype(bool))
+    finally:
+        env.close()
+    return np.stack(rgb), np.stack(masks)
+
+
+def variants(rgb: np.ndarray, masks: np.ndarray) -> dict[str, np.ndarray]:
+    """The frames as seen, with the table around the sphere blurred or flat, and with the sphere twice as wide."""
+    out = {"as seen": rgb}
+    for sigma in BLUR_SIGMAS_PX:
+        blurred = np.stack([cv2.GaussianBlur(f, (0, 0), sigma) for f in rgb])
+        blurred[masks] = rgb[masks]
+        out[f"table blurred {sigma:g} px"] = blurred
+    flat = rgb.copy()
+    for f, m in zip(flat, masks):
+        f[~m] = f[~m].mean(axis=0).astype(np.uint8)
+    out["table flat"] = flat
+    wide, masks2 = rgb.copy(), np.zeros_like(masks)
+    for f, src, m, m2 in zip(wide, rgb, masks, masks2):
+        ys, xs = np.nonzero(m)
+        cy, cx = float(ys.mean()), float(xs.mean())
+        for y, x in zip(ys, xs):  # each sphere pixel becomes a 2 x 2 block, scaled about the sphere's centre
+            y2, x2 = round(cy + 2 * (y - cy)), round(cx + 2 * (x - cx))
+            f[max(0, y2):y2 + 2, max(0, x2):x2 + 2] = src[y, x]
+            m2[max(0, y2):y2 + 2, max(0, x2):x2 + 2] = True
+    out["sphere twice as wide"] = (wide, masks2)
+    return out
+
+
+def scores(seg: Segmenter, rgb: np.ndarray, masks: np.ndarray) -> dict[str, float]:
+    pred = seg.predict(rgb)
+    n = len(masks)
+    return {"found": float((pred & masks).reshape(n, -1).any(1).mean()),
+            "false_blob": float(((pred & ~masks).reshape(n, -1).sum(1) >= 3).mean())}
+
+
+def first_found_width_px(seg: Segmenter, records) -> np.ndarray:
+    """Per recorded episode, the smallest sphere width (px) on a frame where ``seg``'s mask touches the sphere;
+    inf where it never does. float (n,)."""
+    out = []
+    for r in records:
+        masks = np.asarray(r.arrays["sphere_mask"], bool)
+        hit = (seg.predict(np.asarray(r.arrays["rgb"])) & masks).reshape(len(masks), -1).any(1)
+        out.append(float(mask_width_px(masks)[hit].min()) if hit.any() else np.inf)
+    return np.array(out)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--photos", required=True, help="a folder of validation photos, the table (no segmenter's training)")
+    p.add_argument("--vision", default="", help="segmenter checkpoint (default: the shipped one)")
+    p.add_argument("--episodes", type=int, default=300)
+    p.add_argument("--workers", type=int, default=2)
+    add_json_argument(p, "sphere_context")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    vision = args.vision or str(default_checkpoint_path())
+    policy = Policy.load(Path(default_controller_path()), "cpu")[0]
+    cond = validation_condition(UNSEEN_TABLE, args.photos)
+    requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(args.episodes)]
+    with RolloutPool(control_env_config(), args.workers) as pool:
+        recs = pool.run(requests, policy, make_mask_source("predicted", vision, "cpu"), record=lambda i: False,
+                        progress=True, desc="table-photo-unseen")
+        failed_requests = [r.request for r in recs if not r.success]
+        approaches = pool.run(failed_requests, policy, make_mask_source("gt"), record=lambda i: True, progress=True,
+                              desc="the failures, ground-truth masks") if failed_requests else []
+    failed = [r.request.seed for r in recs if not r.success]
+    succeeded = [r.request.seed for r in recs if r.success][:len(failed)]
+    print(f"{len(failed)} of {len(recs)} episodes failed; their first frames, and as many succeeding episodes':")
+    seg = Segmenter.load(vision)
+    rows: dict[str, dict[str, dict[str, float]]] = {}
+    for label, seeds in (("failed", failed), ("succeeded", succeeded)):
+        if not seeds:
+            continue
+        rgb, masks = first_frames(seeds, args.photos)
+        for name, frames in variants(rgb, masks).items():
+            frames, m = frames if isinstance(frames, tuple) else (frames, masks)
+            rows.setdefault(name, {})[label] = scores(seg, frames, m)
+    print(f"{'first frames':24s} {'failed: found':>14s} {'false blob':>11s} {'succeeded: found':>17s} {'false blob':>11s}")
+    for name, r in rows.items():
+        f, s = r.get("failed", {}), r.get("succeeded", {})
+        print(f"{name:24s} {f.get('found', float('nan')):14.2f} {f.get('false_blob', float('nan')):11.2f} "
+              f"{s.get('found', float('nan')):17.2f} {s.get('false_blob', float('nan')):11.2f}")
+    first = first_found_width_px(seg, approaches)
+    found_by = {str(w): float(np.mean(first <= w)) for w in WIDTHS_PX} if len(first) else {}
+    print("the failures replayed with ground-truth masks, found by sphere width: "
+          + ", ".join(f"<= {w} px {v:.2f}" for w, v in found_by.items()))
+    write_results(args.json, "sphere_context", {"photos": Path(args.photos).name, "vision": vision,
+                                                "episodes": len(recs), "failed": len(failed), "rows": rows,
+                                                "approach_found_by_width_px": found_by}, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
