@@ -206,13 +206,17 @@ def table_photo_failures_table(d: Path) -> str:
             + f"\n\n`table-photo` on {f['backgrounds']}. " + provenance("table_photo_failures", res))
 
 
-UNSEEN_TABLES = ("unseen_tables", "unseen_tables-2", "unseen_tables-3", "unseen_tables-4", "unseen_tables-5")
-"""The runs of ``unseen_tables.py`` shown together (the shipped row once)."""
+def _unseen_table_runs(d: Path) -> list[str]:
+    """The runs of ``unseen_tables.py`` shown together (the shipped row once): ``unseen_tables.json``, then
+    ``unseen_tables-2.json``, ``-3`` ... in order."""
+    suffixes = sorted(int(f.stem.rsplit("-", 1)[1]) for f in d.glob("unseen_tables-*.json")
+                      if f.stem.rsplit("-", 1)[1].isdigit())
+    return ["unseen_tables"] + [f"unseen_tables-{k}" for k in suffixes]
 
 
 def unseen_tables_table(d: Path) -> str:
     """``unseen_tables``: each segmenter on tables it never trained on, per frame (far / all heights) and end to end."""
-    loaded = [(name, res) for name in UNSEEN_TABLES if (res := load(name, d)) is not None]
+    loaded = [(name, res) for name in _unseen_table_runs(d) if (res := load(name, d)) is not None]
     if not loaded:
         return not_measured("unseen_tables")
     f = loaded[0][1]["figures"]
