@@ -72,3 +72,22 @@ def test_busy_backgrounds_change_the_background_only():
 def test_bad_busy_background_prob_is_refused(bad):
     with pytest.raises(ValueError, match="busy_background_prob must be in"):
         dataclasses.replace(TRAINING_DATA, busy_background_prob=bad)
+
+
+def test_busy_textures_hold_far_sphere_sized_detail_in_a_few_colours():
+    from grasp_s2r.vision.images.synthetic import busy_texture, flat_colour
+
+    busy, flat = [], []
+    for seed in range(6):
+        img = busy_texture((64, 64), np.random.default_rng(seed))
+        assert img.shape == (64, 64, 3) and img.dtype == np.uint8
+        busy.append(detail_around(img, (32, 32), 32))
+        flat.append(detail_around(flat_colour((64, 64), np.random.default_rng(seed)), (32, 32), 32))
+    assert min(b / max(f, 0.1) for b, f in zip(busy, flat)) > 3  # some palettes are dull: less contrast
+    assert np.mean(busy) > 20 * np.mean(flat)
+    assert np.array_equal(busy_texture((64, 64), np.random.default_rng(1)), busy_texture((64, 64), np.random.default_rng(1)))
+
+
+def test_the_busy_mix_kind_puts_spheres_on_busy_textures():
+    busy_mix = dataclasses.replace(TRAINING_DATA, mix=BackgroundMix(photo=0.0, busy=1.0))
+    assert _detail_around_spheres(busy_mix, 30) > 1.5 * _detail_around_spheres(PHOTOS_ONLY, 30)

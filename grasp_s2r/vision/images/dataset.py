@@ -33,7 +33,7 @@ from grasp_s2r.vision.images.backgrounds import busiest_crop, random_crop, recol
 from grasp_s2r.vision.images.composite import CompositeConfig, composite_frame
 from grasp_s2r.vision.images.reshade import ReshadeConfig, reshade
 from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
-from grasp_s2r.vision.images.synthetic import add_distractors, flat_colour, procedural_texture
+from grasp_s2r.vision.images.synthetic import add_distractors, busy_texture, flat_colour, procedural_texture
 from grasp_s2r.vision.networks.model import to_input_tensor
 
 STREAMS = {"train": 0, "val": 1, "heldout": 2}
@@ -58,6 +58,9 @@ class BackgroundMix:
     """The sim render as it is: the env's own procedural table, nothing pasted."""
     photo_table: float = 0.0
     """A real photo as the table's texture inside the simulator (decided per view: the view is rendered so)."""
+    busy: float = 0.0
+    """A busy surface (:func:`synthetic.busy_texture`: 1-4 px detail in a few colours), pasted on likewise; last, so
+    that a mix without it draws the kinds as before."""
 
     def __post_init__(self) -> None:
         weights = dataclasses.astuple(self)
@@ -186,6 +189,8 @@ class CompositeDataset(Dataset):
     def _background(self, kind: str, rng: np.random.Generator, index: int, sphere_mask: np.ndarray) -> np.ndarray:
         if kind == "texture":
             return procedural_texture(self.image_hw, rng)
+        if kind == "busy":
+            return busy_texture(self.image_hw, rng)
         if kind == "flat":
             return flat_colour(self.image_hw, rng)
         photo = self.backgrounds[int(rng.integers(len(self.backgrounds)))]

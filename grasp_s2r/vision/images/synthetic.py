@@ -188,6 +188,26 @@ def procedural_texture(hw: tuple[int, int], rng: np.random.Generator, kind: str 
     return _finish(img, rng, rng.uniform(0, 3) if rng.random() < 0.5 else 0.0)
 
 
+def busy_texture(hw: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    """A busy surface, uint8 (H, W, 3): detail at the scale of a far sphere (1-4 px) in a palette of 2-5 colours,
+    often saturated, the way a flower bed or foliage looks from an episode's start height. A sphere of another
+    colour stands out of it; one of a palette colour hides in it, as on a real table.
+    """
+    h, w = int(hw[0]), int(hw[1])
+    saturated = rng.random() < 0.6
+    palette = np.stack([_random_colour(rng, saturated) for _ in range(int(rng.integers(2, 6)))])
+    cell = int(rng.integers(1, 4))  # the detail's size, px
+    fine = cv2.resize(rng.random((max(2, h // cell), max(2, w // cell)), dtype=np.float32), (w, h),
+                      interpolation=cv2.INTER_NEAREST)
+    field = _normalize(rng.uniform(0.3, 0.8) * fine + _smooth_noise((h, w), rng))
+    index = np.minimum((field * len(palette)).astype(int), len(palette) - 1)
+    img = palette[index]
+    sigma = rng.uniform(0.0, 0.6)
+    if sigma > 0.2:
+        img = cv2.GaussianBlur(img, (0, 0), sigma)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
 def flat_colour(hw: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
     """A plain surface, uint8 (H, W, 3): one colour (any hue, greys, near-black, near-white), a gentle brightness
     gradient or vignette, and tiny noise (std 0-2 levels)."""
