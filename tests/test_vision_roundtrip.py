@@ -154,3 +154,15 @@ def test_init_widens_a_narrower_unet(trained, tmp_path):
         if not k.startswith("fuse.") or not k.endswith(".0.weight"):  # (a decoder block's skip half moves back)
             torch.testing.assert_close(front, old, atol=1e-6, rtol=0)
     assert b["head.weight"][0, 8:].abs().max() < 1e-6
+
+
+def test_init_fine_tunes_a_unet_at_another_image_size(trained, tmp_path):
+    # GIVEN a finished 32 px run, WHEN a 48 px run starts from it (a U-Net's weights fit any input size)
+    out = tmp_path / "larger"
+    larger = [{"32": "48", "0.01": "1e-12"}.get(a, a) for a in TINY]
+    assert main(["train-vision", "--out", str(out), "--steps", "1", "--init", str(trained / "model.pt"), *larger]) == 0
+    # THEN it holds the same weights and predicts at its own size
+    a = dict(Segmenter.load(trained / "model.pt", device="cpu").model.named_parameters())
+    seg = Segmenter.load(out / "model.pt", device="cpu")
+    assert all(torch.allclose(a[k], p, atol=1e-6) for k, p in seg.model.named_parameters())
+    assert seg.predict(torch.zeros(48, 48, 3, dtype=torch.uint8).numpy()).shape == (48, 48)

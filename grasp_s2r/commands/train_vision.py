@@ -50,8 +50,8 @@ OPTIONS = (
     Option("--crop-sphere-share", "share of the crops placed around the sphere", "crop_sphere_share", type=float),
     Option("--full-size-share", "share of the steps, the last ones, on whole images (with crops)",
            "full_size_share", type=float),
-    Option("--init", "start from this segmenter checkpoint's weights (fine-tuning; same --arch/--image-size and "
-           "--width, or a narrower U-Net of the same --depth, widened without changing its output)", "init_checkpoint", convert=lambda p: str(Path(p).resolve()),
+    Option("--init", "start from this segmenter checkpoint's weights (fine-tuning; the same --arch and --width, or a "
+           "narrower U-Net of the same --depth, widened without changing its output; a U-Net at any --image-size)", "init_checkpoint", convert=lambda p: str(Path(p).resolve()),
            show=lambda c: c or "none: random weights"),
     Option("--recolor-prob", "share of background crops with randomized colours", "data.background_recolor_prob",
            type=float),

@@ -135,13 +135,14 @@ def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
 
 
 def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
-    """The checkpoint of ``cfg.init_checkpoint``, read and checked to be the same network at the same input size;
-    :class:`TrainError` (one line) otherwise. ``train-vision`` calls it before anything is made or written."""
+    """The checkpoint of ``cfg.init_checkpoint``, read and checked to be the same network (or a narrower U-Net of the
+    same depth) at the same input size (a U-Net: any); :class:`TrainError` (one line) otherwise. ``train-vision`` calls it before anything is made or written."""
     try:
         init = read_checkpoint(Path(cfg.init_checkpoint))
     except CheckpointError as e:
         raise TrainError(f"--init: {e}") from None
-    same_size = tuple(init["input_hw"]) == (cfg.image_size_px, cfg.image_size_px)
+    # a U-Net is fully convolutional: its weights fit any input size (a fine-tune at another camera resolution)
+    same_size = init["architecture"] == "unet" or tuple(init["input_hw"]) == (cfg.image_size_px, cfg.image_size_px)
     same = init["architecture"] == cfg.architecture and dict(init["arch_kwargs"]) == cfg.arch_kwargs
     if not same_size or not (same or _widens(init, cfg)):
         raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
