@@ -240,7 +240,7 @@ CASES = [
     (f"{T} --init {{empty}}", "is unreadable or corrupt"),
     (f"{T} --init {{hostile}}", "is unreadable or corrupt"),
     (f"{T} --init {{ctrl}}", "is not a grasp_s2r.segmenter checkpoint"),
-    (f"{T} --init {{seg}} --image-size 16", "this run is unet {{'width': 12, 'depth': 3}} at 16 px"),
+    (f"{T} --init {{seg}} --width 8", "this run is unet {{'width': 8, 'depth': 3}} at 64 px (a U-Net may start"),
     (f"{T} --backgrounds missing", "backgrounds folder missing does not exist"),
     (f"{T} --backgrounds {{txt}}", "is a file, not a folder of photos"),
     (f"{T} --backgrounds {{photos1}}", "needs at least 2 images"),
