@@ -220,7 +220,11 @@ def unseen_tables_table(d: Path) -> str:
     if not loaded:
         return not_measured("unseen_tables")
     f = loaded[0][1]["figures"]
-    rows_by_label = {label: r for _, res in loaded for label, r in res["figures"]["rows"].items()}
+    def camera(res: dict) -> str:  # runs through another camera than the scene's 64 px one are labelled so
+        px = res["figures"].get("camera_px", 64)
+        return "" if px == 64 else f" ({px} px camera)"
+
+    rows_by_label = {label + camera(res): r for _, res in loaded for label, r in res["figures"]["rows"].items()}
 
     def cell(m: dict) -> str:
         return " / ".join(f"{m[k]:.3f}" for k in ("precision", "recall", "found_rate", "false_detection_rate"))

@@ -2,7 +2,7 @@
 to end, on a folder of validation photos.
 
     python benchmarks/unseen_tables.py --photos DIR [CKPT ...] [--controllers C,...] [--views 400] [--episodes 300]
-        [--workers 2] [--save]
+        [--camera-px 64] [--workers 2] [--save]
 
 The shipped segmenter (with the shipped controller) is always the first row; each checkpoint follows with the
 shipped controller or its own (``--controllers``, one a checkpoint). Per row:
@@ -14,6 +14,9 @@ shipped controller or its own (``--controllers``, one a checkpoint). Per row:
 - ``table-photo-unseen``: end-to-end success on ``--episodes`` validation episodes with the photos as the table
   (``validation.UNSEEN_TABLE``, the validation seeds), with its 95 % interval.
 
+``--camera-px N``: views and episodes through an N x N wrist camera (the same field of view; the sphere N/64 times
+as wide; the controller max-pools every mask to its own size), for segmenters trained at that size.
+
 The photos must be ones no checkpoint trained on, and not the held-out ones (those only report, ``bench_eval.py``).
 Writes ``runs/benchmarks/unseen_tables.json`` (``--save``: ``benchmarks/results/``).
 """
@@ -21,6 +24,7 @@ Writes ``runs/benchmarks/unseen_tables.json`` (``--save``: ``benchmarks/results/
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -36,7 +40,7 @@ from grasp_s2r.files import file_sha256
 from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
-from grasp_s2r.sim.config import control_env_config
+from grasp_s2r.sim.config import EnvConfig, control_env_config
 from grasp_s2r.vision.evaluation.metrics import pixel_metrics
 from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
@@ -48,9 +52,11 @@ VIEW_SEED_BASE = {"far": 6_000_000, "all": 5_000_000}
 METRICS = ("precision", "recall", "found_rate", "false_detection_rate")
 
 
-def photo_table_views(photos: list[np.ndarray], view: ViewConfig, base: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` photo-table views (rgb uint8 (n, H, W, 3), sphere masks bool (n, H, W)), each photo a table."""
-    sampler = SimViewSampler(control_env_config(), view, table_photos=photos, texture_seed=123,
+def photo_table_views(photos: list[np.ndarray], view: ViewConfig, base: int, n: int,
+                      env_config: EnvConfig | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` photo-table views (rgb uint8 (n, H, W, 3), sphere masks bool (n, H, W)), each photo a table; the
+    controller's scene (``env_config``: another camera)."""
+    sampler = SimViewSampler(env_config or control_env_config(), view, table_photos=photos, texture_seed=123,
                              n_photo_textures=max(64, len(photos)))
     rgb, masks = [], []
     try:
@@ -73,8 +79,13 @@ def main() -> int:
     p.add_argument("--views", type=int, default=400, help="sim views per set (default 400)")
     p.add_argument("--episodes", type=int, default=300, help="validation episodes (default 300; 0: per frame only)")
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
+    p.add_argument("--camera-px", type=int, default=64,
+                   help="the wrist camera's side in px, views and episodes (default 64, the scene's; the controller "
+                        "max-pools any mask to its own size)")
     add_json_argument(p, "unseen_tables")
     args = p.parse_args()
+    if args.camera_px < 16 or args.camera_px % 8:
+        sys.exit(f"unseen_tables: --camera-px must be a multiple of 8, at least 16, got {args.camera_px}")
     if not args.photos.is_dir():
         sys.exit(f"unseen_tables: --photos {args.photos} is not a folder")
     missing = [str(c) for c in args.checkpoints if not c.is_file()]
@@ -86,9 +97,12 @@ def main() -> int:
         sys.exit("unseen_tables: --controllers needs one existing checkpoint a segmenter")
     torch.set_num_threads(1)
     photos = load_photos(str(args.photos))
-    views = {name: photo_table_views(photos, v, VIEW_SEED_BASE[name], args.views) for name, v in VIEWS.items()}
+    base = control_env_config()
+    env_cfg = dataclasses.replace(base, camera=dataclasses.replace(base.camera, width_px=args.camera_px,
+                                                                   height_px=args.camera_px))
+    views = {name: photo_table_views(photos, v, VIEW_SEED_BASE[name], args.views, env_cfg) for name, v in VIEWS.items()}
     rows = {}
-    with RolloutPool(control_env_config(), args.workers) as pool:
+    with RolloutPool(env_cfg, args.workers) as pool:
         for path, ctrl in [(Path(default_checkpoint_path()), shipped_ctrl), *zip(args.checkpoints, controllers)]:
             own = ctrl.resolve() != shipped_ctrl.resolve()  # the shipped one, however its path is written
             label = "shipped" if not rows else str(path) + (f" + {ctrl}" if own else "")
@@ -105,6 +119,7 @@ def main() -> int:
                                     args.episodes, label=label, unseen_photos=str(args.photos)))
             rows[label] = row
     write_results(args.json, "unseen_tables", {"photos": str(args.photos), "n_photos": len(photos),
+                                               "camera_px": args.camera_px,
                                                "views": args.views, "episodes": args.episodes, "rows": rows}, args)
     return 0
 
