@@ -27,12 +27,10 @@ from validation import UNSEEN_TABLE, VALIDATION_BASE, validation_condition
 
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.runtime.conditions import EpisodeHooks
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
-from grasp_s2r.runtime.records import HOOK_STREAM, EpisodeRequest
+from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
-from grasp_s2r.sim.env import GraspEnv
 from grasp_s2r.vision.evaluation.metrics import mask_width_px
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 
@@ -41,34 +39,25 @@ WIDTHS_PX = (4, 6, 8, 12)
 """Sphere widths the approach's first detection is counted by."""
 
 
-def first_frames(seeds: list[int], photos: str) -> tuple[np.ndarray, np.ndarray]:
-    """The step-0 frames of validation episodes (rgb uint8 (n, H, W, 3), sphere masks bool (n, H, W)), rendered as
-    the rollout workers render them (the condition's hooks on the episode's seed)."""
-    cond = validation_condition(UNSEEN_TABLE, photos)
-    env = GraspEnv(control_env_config())
-    rgb, masks = [], []
-    try:
-        for seed in seeds:
-            result = env.reset(seed)
-            result = EpisodeHooks(env, cond, np.random.default_rng([seed, HOOK_STREAM])).on_reset() or result
-            rgb.append(result.frame.rgb)
-            masks.append(result.frame.sphere_mask.astype(bool))
-    finally:
-        env.close()
-    return np.stack(rgb), np.stack(masks)
+def first_frames(records) -> tuple[np.ndarray, np.ndarray]:
+    """The step-0 frames of recorded episodes (rgb uint8 (n, H, W, 3), sphere masks bool (n, H, W)): what the camera
+    saw before the first action, whichever masks the episode then ran on."""
+    return (np.stack([np.asarray(r.arrays["rgb"])[0] for r in records]),
+            np.stack([np.asarray(r.arrays["sphere_mask"], bool)[0] for r in records]))
 
 
-def variants(rgb: np.ndarray, masks: np.ndarray) -> dict[str, np.ndarray]:
-    """The frames as seen, with the table around the sphere blurred or flat, and with the sphere twice as wide."""
-    out = {"as seen": rgb}
+def variants(rgb: np.ndarray, masks: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(frames, sphere masks): as seen, with the table around the sphere blurred or flat, and with the sphere twice as
+    wide."""
+    out = {"as seen": (rgb, masks)}
     for sigma in BLUR_SIGMAS_PX:
         blurred = np.stack([cv2.GaussianBlur(f, (0, 0), sigma) for f in rgb])
         blurred[masks] = rgb[masks]
-        out[f"table blurred {sigma:g} px"] = blurred
+        out[f"table blurred {sigma:g} px"] = (blurred, masks)
     flat = rgb.copy()
     for f, m in zip(flat, masks):
         f[~m] = f[~m].mean(axis=0).astype(np.uint8)
-    out["table flat"] = flat
+    out["table flat"] = (flat, masks)
     wide, masks2 = rgb.copy(), np.zeros_like(masks)
     for f, src, m, m2 in zip(wide, rgb, masks, masks2):
         ys, xs = np.nonzero(m)
@@ -115,27 +104,24 @@ def main() -> int:
     with RolloutPool(control_env_config(), args.workers) as pool:
         recs = pool.run(requests, policy, make_mask_source("predicted", vision, "cpu"), record=lambda i: False,
                         progress=True, desc="table-photo-unseen")
-        failed_requests = [r.request for r in recs if not r.success]
-        approaches = pool.run(failed_requests, policy, make_mask_source("gt"), record=lambda i: True, progress=True,
-                              desc="the failures, ground-truth masks") if failed_requests else []
-    failed = [r.request.seed for r in recs if not r.success]
-    succeeded = [r.request.seed for r in recs if r.success][:len(failed)]
+        # replayed with ground-truth masks and recorded: the failures' approach, and both sets' first frames
+        failed = [r.request for r in recs if not r.success]
+        succeeded = [r.request for r in recs if r.success][:len(failed)]
+        replays = {label: pool.run(reqs, policy, make_mask_source("gt"), record=lambda i: True, progress=True,
+                                   desc=f"{label}, ground-truth masks")
+                   for label, reqs in (("failed", failed), ("succeeded", succeeded)) if reqs}
     print(f"{len(failed)} of {len(recs)} episodes failed; their first frames, and as many succeeding episodes':")
     seg = Segmenter.load(vision)
     rows: dict[str, dict[str, dict[str, float]]] = {}
-    for label, seeds in (("failed", failed), ("succeeded", succeeded)):
-        if not seeds:
-            continue
-        rgb, masks = first_frames(seeds, args.photos)
-        for name, frames in variants(rgb, masks).items():
-            frames, m = frames if isinstance(frames, tuple) else (frames, masks)
-            rows.setdefault(name, {})[label] = scores(seg, frames, m)
+    for label, records in replays.items():
+        for name, (frames, masks) in variants(*first_frames(records)).items():
+            rows.setdefault(name, {})[label] = scores(seg, frames, masks)
     print(f"{'first frames':24s} {'failed: found':>14s} {'false blob':>11s} {'succeeded: found':>17s} {'false blob':>11s}")
     for name, r in rows.items():
         f, s = r.get("failed", {}), r.get("succeeded", {})
         print(f"{name:24s} {f.get('found', float('nan')):14.2f} {f.get('false_blob', float('nan')):11.2f} "
               f"{s.get('found', float('nan')):17.2f} {s.get('false_blob', float('nan')):11.2f}")
-    first = first_found_width_px(seg, approaches)
+    first = first_found_width_px(seg, replays.get("failed", []))
     found_by = {str(w): float(np.mean(first <= w)) for w in WIDTHS_PX} if len(first) else {}
     print("the failures replayed with ground-truth masks, found by sphere width: "
           + ", ".join(f"<= {w} px {v:.2f}" for w, v in found_by.items()))

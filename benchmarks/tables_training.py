@@ -220,6 +220,7 @@ def unseen_tables_table(d: Path) -> str:
     if not loaded:
         return not_measured("unseen_tables")
     f = loaded[0][1]["figures"]
+
     def camera(res: dict) -> str:  # runs through another camera than the scene's 64 px one are labelled so
         px = res["figures"].get("camera_px", 64)
         return "" if px == 64 else f" ({px} px camera)"
@@ -238,7 +239,6 @@ def unseen_tables_table(d: Path) -> str:
             f"sim table: {f['views']} views a set (far: an episode's start and search heights, the sphere 2-4 px "
             f"wide; all: the training views' heights), and {f['episodes']} validation episodes (success in %, "
             "95 % CI). " + " ".join(provenance(name, res) for name, res in loaded))
-
 
 
 def sphere_context_table(d: Path) -> str:

@@ -136,7 +136,8 @@ def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
 
 def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
     """The checkpoint of ``cfg.init_checkpoint``, read and checked to be the same network (or a narrower U-Net of the
-    same depth) at the same input size (a U-Net: any); :class:`TrainError` (one line) otherwise. ``train-vision`` calls it before anything is made or written."""
+    same depth) at the same input size (a U-Net: any); :class:`TrainError` (one line) otherwise. ``train-vision``
+    calls it before anything is made or written."""
     try:
         init = read_checkpoint(Path(cfg.init_checkpoint))
     except CheckpointError as e:
