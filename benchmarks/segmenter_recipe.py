@@ -5,7 +5,9 @@ masks, on every condition that shows no held-out photo (``validation.TRAIN_PHOTO
         [--workers 2] [--save]
 
 The shipped segmenter and controller are always the first row; each candidate runs with the shipped controller,
-or with its own (``--controllers``: one trained over its masks, ``grasp-s2r dagger --vision CANDIDATE``). Each row is the success
+or with its own (``--controllers``: one trained over its masks, ``grasp-s2r dagger --vision CANDIDATE``), through the
+camera that controller was trained on (its run's scene: a controller of ``dagger --resolution 96`` sees 96 px
+images). Each row is the success
 on ``--episodes`` validation episodes a condition (seeds no training or test run uses, the training photos only)
 with its 95 % interval and the mean over conditions; the held-out photos and test seeds only report
 (``bench_eval.py``). The segmenter figures that chose the candidates come from ``ablate_vision.py`` (val split).
@@ -22,14 +24,14 @@ import torch
 from results_io import add_json_argument, write_results
 from validation import TRAIN_PHOTO_CONDITIONS, UNSEEN_TABLE, validate
 
-from grasp_s2r.control.policy import Policy
+from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.files import file_sha256
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
-from grasp_s2r.sim.config import control_env_config
 from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
 
 CONTROLLER = Path(default_checkpoint_path()).parent / "controller.pt"
+
 
 
 def main() -> int:
@@ -63,18 +65,20 @@ def main() -> int:
                  + (f"; missing: {', '.join(gone)}" if len(controllers) == len(args.candidates) else ""))
     torch.set_num_threads(1)
     rows = {}
-    with RolloutPool(control_env_config(), args.workers) as pool:
-        for path, controller in [(Path(default_checkpoint_path()), CONTROLLER), *zip(args.candidates, controllers)]:
-            own = controller.resolve() != CONTROLLER.resolve()  # the shipped one, however its path is written
-            label = "shipped" if len(rows) == 0 else str(path) + (f" + {controller}" if own else "")
-            masks = make_mask_source("predicted", str(path), "cpu")
-            policy = Policy.load(controller, "cpu")[0]
+    for path, controller in [(Path(default_checkpoint_path()), CONTROLLER), *zip(args.candidates, controllers)]:
+        own = controller.resolve() != CONTROLLER.resolve()  # the shipped one, however its path is written
+        label = "shipped" if len(rows) == 0 else str(path) + (f" + {controller}" if own else "")
+        masks = make_mask_source("predicted", str(path), "cpu")
+        policy, blob = Policy.load(controller, "cpu")
+        env = trained_scene(blob)
+        with RolloutPool(env, args.workers) as pool:
             val = validate(pool, policy, masks, conditions, args.episodes, label=label,
                            unseen_photos=str(args.unseen_photos) if args.unseen_photos else None)
-            mean = sum(v["successes"] / v["episodes"] for v in val.values()) / len(val)
-            rows[label] = {"checkpoint": str(path), "sha256": file_sha256(path), "controller": str(controller),
-                           "controller_sha256": file_sha256(controller), "validation": val, "mean": mean}
-            print(f"{label}: mean over {len(val)} conditions {100 * mean:.1f} %", flush=True)
+        mean = sum(v["successes"] / v["episodes"] for v in val.values()) / len(val)
+        rows[label] = {"checkpoint": str(path), "sha256": file_sha256(path), "controller": str(controller),
+                       "controller_sha256": file_sha256(controller), "camera_px": env.camera.height_px,
+                       "validation": val, "mean": mean}
+        print(f"{label}: mean over {len(val)} conditions {100 * mean:.1f} %", flush=True)
     best = max(rows, key=lambda k: rows[k]["mean"])
     print(f"best by the mean validation success: {best}")
     write_results(args.json, "segmenter_recipe", {"episodes": args.episodes, "conditions": conditions,

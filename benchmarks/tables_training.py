@@ -115,24 +115,36 @@ def sphere_look_table(d: Path) -> str:
 
 
 
-SEGMENTER_RECIPES = ("segmenter_recipe", "segmenter_recipe-controller")
-"""Candidate segmenters end to end on validation episodes: with the shipped controller, with their own."""
+def segmenter_recipe_runs(d: Path) -> list[str]:
+    """Candidate segmenters end to end on validation episodes: with the shipped controller (``segmenter_recipe``),
+    with their own (``segmenter_recipe-controller``), then ``segmenter_recipe-2``, ``-3`` ..."""
+    return ["segmenter_recipe", "segmenter_recipe-controller", *numbered_runs(d, "segmenter_recipe")[1:]]
 
 
 def segmenter_recipe_table(d: Path) -> str:
-    """The shipped controller over each candidate segmenter's masks, on validation episodes (``segmenter_recipe``)."""
-    loaded = [(name, res) for name in SEGMENTER_RECIPES if (res := load(name, d)) is not None]
+    """Each candidate segmenter (with the shipped controller or its own) on validation episodes
+    (``segmenter_recipe``): the columns are the first run's conditions (a condition a row was not run on: "-"),
+    the mean over the row's cells."""
+    loaded = [(name, res) for name in segmenter_recipe_runs(d) if (res := load(name, d)) is not None]
     if not loaded:
         return not_measured("segmenter_recipe")
     conditions = loaded[0][1]["figures"]["conditions"]
     seen: dict[str, dict] = {}
     for _, res in loaded:  # the shipped row of every run is the same episodes: shown once
-        seen.update({label: r for label, r in res["figures"]["rows"].items() if label not in seen})
-    best = max(seen, key=lambda k: seen[k]["mean"])
-    rows = [(f"`{label}`", *(f"{100 * r['validation'][c]['successes'] / r['validation'][c]['episodes']:.1f} "
-                             f"({100 * r['validation'][c]['ci_low']:.1f}-{100 * r['validation'][c]['ci_high']:.1f})"
-                             for c in conditions), f"**{100 * r['mean']:.1f}**" if label == best
-             else f"{100 * r['mean']:.1f}") for label, r in seen.items()]
+        for label, r in res["figures"]["rows"].items():
+            seen.setdefault(label + camera_label(r.get("camera_px", 64)), r)
+
+    def cell(v: dict | None) -> str:
+        return "-" if v is None else (f"{100 * v['successes'] / v['episodes']:.1f} "
+                                      f"({100 * v['ci_low']:.1f}-{100 * v['ci_high']:.1f})")
+
+    def mean(r: dict) -> float:
+        shown = [r["validation"][c] for c in conditions if c in r["validation"]]
+        return sum(v["successes"] / v["episodes"] for v in shown) / max(1, len(shown))
+
+    best = max(seen, key=lambda k: mean(seen[k]))
+    rows = [(f"`{label}`", *(cell(r["validation"].get(c)) for c in conditions),
+             f"**{100 * mean(r):.1f}**" if label == best else f"{100 * mean(r):.1f}") for label, r in seen.items()]
     episodes = {res["figures"]["episodes"] for _, res in loaded}
     return (md_table(("segmenter (+ controller, where not the shipped one)", *conditions, "mean"), rows)
             + f"\n\nSuccess in % (95 % CI), {', '.join(map(str, sorted(episodes)))} validation episodes a condition "
@@ -206,26 +218,27 @@ def table_photo_failures_table(d: Path) -> str:
             + f"\n\n`table-photo` on {f['backgrounds']}. " + provenance("table_photo_failures", res))
 
 
-def _unseen_table_runs(d: Path) -> list[str]:
-    """The runs of ``unseen_tables.py`` shown together (the shipped row once): ``unseen_tables.json``, then
-    ``unseen_tables-2.json``, ``-3`` ... in order."""
-    suffixes = sorted(int(f.stem.rsplit("-", 1)[1]) for f in d.glob("unseen_tables-*.json")
+def numbered_runs(d: Path, stem: str) -> list[str]:
+    """The runs of one benchmark shown together (the shipped row once): ``STEM.json``, then ``STEM-2.json``, ``-3``
+    ... in order."""
+    suffixes = sorted(int(f.stem.rsplit("-", 1)[1]) for f in d.glob(f"{stem}-*.json")
                       if f.stem.rsplit("-", 1)[1].isdigit())
-    return ["unseen_tables"] + [f"unseen_tables-{k}" for k in suffixes]
+    return [stem] + [f"{stem}-{k}" for k in suffixes]
+
+
+def camera_label(px: int) -> str:
+    """Rows of systems through another camera than the scene's 64 px one are labelled so."""
+    return "" if px == 64 else f" ({px} px camera)"
 
 
 def unseen_tables_table(d: Path) -> str:
     """``unseen_tables``: each segmenter on tables it never trained on, per frame (far / all heights) and end to end."""
-    loaded = [(name, res) for name in _unseen_table_runs(d) if (res := load(name, d)) is not None]
+    loaded = [(name, res) for name in numbered_runs(d, "unseen_tables") if (res := load(name, d)) is not None]
     if not loaded:
         return not_measured("unseen_tables")
     f = loaded[0][1]["figures"]
 
-    def camera(res: dict) -> str:  # runs through another camera than the scene's 64 px one are labelled so
-        px = res["figures"].get("camera_px", 64)
-        return "" if px == 64 else f" ({px} px camera)"
-
-    rows_by_label = {label + camera(res): r for _, res in loaded for label, r in res["figures"]["rows"].items()}
+    rows_by_label = {label + camera_label(res["figures"].get("camera_px", 64)): r for _, res in loaded for label, r in res["figures"]["rows"].items()}
 
     def cell(m: dict) -> str:
         return " / ".join(f"{m[k]:.3f}" for k in ("precision", "recall", "found_rate", "false_detection_rate"))

@@ -251,7 +251,7 @@ class GraspAgent:
         present, else the CPU). ``camera_vfov_deg``: vertical FOV of your camera (see :func:`fit_to_trained_view`).
         ``gripper_head``: a gripper head trained on that segmenter (``grasp-s2r train-gripper``), for a controller
         that reads the fingers' mask; default: the shipped head when it was trained on the segmenter's file."""
-        from grasp_s2r.control.policy import Policy
+        from grasp_s2r.control.policy import Policy, trained_scene
         from grasp_s2r.vision.networks.gripper import load_segmenter_with_head
         from grasp_s2r.vision.networks.segmenter import CheckpointError, default_checkpoint_path
 
@@ -272,7 +272,7 @@ class GraspAgent:
         if reads_gripper(policy) and not seg.has_gripper_head:
             raise AgentError(f"controller {ctrl} reads the gripper fingers' mask, and segmenter {seg_path} has no "
                              "gripper head (none shipped for it): pass gripper_head= (grasp-s2r train-gripper)")
-        env = EnvConfig.from_dict(blob["config"]["env"]) if "env" in blob.get("config", {}) else EnvConfig()
+        env = trained_scene(blob)
         return cls(segmenter=seg, policy=policy, env=env, camera_vfov_deg=camera_vfov_deg)
 
     @property

@@ -184,3 +184,18 @@ def test_example_script_drives_the_agent_from_saved_frames(controller, tmp_path)
     missing = subprocess.run([sys.executable, str(ROOT / "examples" / "real_robot_loop.py"), "--controller",
                               "/nonexistent/policy.pt"], check=False, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_a_controller_is_run_through_the_camera_it_was_trained_on():
+    from grasp_s2r.agent import default_controller_path
+    from grasp_s2r.control.policy import Policy, trained_scene
+
+    # GIVEN the shipped controller's checkpoint, and the same with its run's camera at 96 px
+    _, blob = Policy.load(default_controller_path(), "cpu")
+    assert trained_scene(blob).camera.height_px == GraspAgent.load().camera.height_px == 64
+    wide = {**blob, "config": {**blob["config"], "env": {**blob["config"]["env"],
+                                                        "camera": {**blob["config"]["env"]["camera"],
+                                                                   "width_px": 96, "height_px": 96}}}}
+    # WHEN its scene is read, THEN the camera is the run's; a checkpoint without its run's config: the default scene
+    assert (trained_scene(wide).camera.width_px, trained_scene(wide).camera.height_px) == (96, 96)
+    assert trained_scene({}).camera.height_px == CameraConfig().height_px

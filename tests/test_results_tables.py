@@ -108,3 +108,36 @@ def test_a_benchmark_records_in_benchmarks_results_only_with_save(tmp_path, monk
     # AND a run given an explicit default path in benchmarks/results/ (bench_eval's) follows the same rule
     path = results_io.write_results(tmp_path / "results" / "eval_shipped.json", "bench_eval", {}, parser.parse_args([]))
     assert path == tmp_path / "runs" / "eval_shipped.json"
+
+
+def test_segmenter_recipe_rows_name_their_camera_and_leave_unrun_conditions_blank(tmp_path):
+    import argparse
+
+    import results_io
+    import tables_training
+
+    # GIVEN a first run on two conditions (the shipped system, 64 px) and a later one on one of them, whose
+    # candidate runs through a 96 px camera (its controller was trained on one)
+    def val(k: int) -> dict:
+        return {"successes": k, "episodes": 10, "ci_low": 0.1 * k - 0.05, "ci_high": min(1.0, 0.1 * k + 0.05)}
+
+    shipped = {"camera_px": 64, "validation": {"nominal": val(9), "start-out-of-view": val(8)}, "mean": 0.85}
+    rows = {"shipped": shipped}
+    ns = argparse.Namespace(json=None, save=True)
+    results = tmp_path / "results"
+    for name, figures in (
+        ("segmenter_recipe", {"episodes": 10, "conditions": ["nominal", "start-out-of-view"], "rows": rows}),
+        ("segmenter_recipe-2", {"episodes": 10, "conditions": ["nominal"],
+                                "rows": {"shipped": shipped, "cand.pt + ctrl.pt": {
+                                    "camera_px": 96, "validation": {"nominal": val(10)}, "mean": 1.0}}}),
+    ):
+        results_io.write_results(results / f"{name}.json", name, figures, ns, save=True,
+                                 argv=["benchmarks/segmenter_recipe.py"])
+    # WHEN the table is rendered
+    text = tables_training.segmenter_recipe_table(results)
+    # THEN the shipped row is shown once, the candidate is labelled with its camera, its unrun condition is "-",
+    # and each mean is over the row's own cells
+    lines = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(lines) == 2
+    assert lines[0].startswith("| `shipped` | 90.0 (85.0-95.0) | 80.0 (75.0-85.0) | 85.0 |")
+    assert lines[1] == "| `cand.pt + ctrl.pt (96 px camera)` | 100.0 (95.0-100.0) | - | **100.0** |"

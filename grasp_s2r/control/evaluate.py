@@ -20,7 +20,7 @@ from tqdm import tqdm
 from grasp_s2r import __version__
 from grasp_s2r.configs import to_dict
 from grasp_s2r.control import seeds
-from grasp_s2r.control.policy import Policy
+from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import write_gif, write_strip
 from grasp_s2r.files import ArtifactFolder, atomic_write
@@ -28,7 +28,6 @@ from grasp_s2r.runtime.backend import BackendConfig, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS, resolve_condition
 from grasp_s2r.runtime.masks import MaskInput, make_mask_source
 from grasp_s2r.runtime.records import EpisodeRequest
-from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.stats import format_rate, wilson_interval
 
 EVAL_FORMAT = "grasp_s2r.eval"
@@ -101,7 +100,7 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     torch.set_num_threads(cfg.torch_threads)
     device = torch.device(cfg.device) if cfg.device else default_device()
     policy, ckpt = Policy.load(Path(cfg.policy), device)
-    env_config = EnvConfig.from_dict(ckpt["config"]["env"]) if "config" in ckpt else EnvConfig()
+    env_config = trained_scene(ckpt)
     masks = make_mask_source(cfg.masks, cfg.vision, device)
     out = Path(cfg.out) if cfg.out else None
     if out is not None:

@@ -37,6 +37,7 @@ from grasp_s2r import __version__
 from grasp_s2r.control.memory import N_MEMORY, N_MOMENTS
 from grasp_s2r.devices import default_device
 from grasp_s2r.files import atomic_write, torch_load_problem
+from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
 CHECKPOINT_FORMAT = "grasp_s2r.controller"
@@ -238,3 +239,10 @@ class Policy:
     def weights_finite(self) -> bool:
         """Whether every weight is a finite number (NaN actions would stall the simulator)."""
         return all(bool(torch.isfinite(p).all()) for p in self.net.state_dict().values() if p.is_floating_point())
+
+
+def trained_scene(blob: dict[str, Any]) -> EnvConfig:
+    """The scene a controller checkpoint (``Policy.load``'s dict) was trained in, its camera included: the one it
+    is evaluated and deployed through (the default scene for a checkpoint without its run's config)."""
+    env = blob.get("config", {}).get("env")
+    return EnvConfig.from_dict(env) if env else EnvConfig()
