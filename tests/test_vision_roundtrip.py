@@ -166,3 +166,32 @@ def test_init_fine_tunes_a_unet_at_another_image_size(trained, tmp_path):
     seg = Segmenter.load(out / "model.pt", device="cpu")
     assert all(torch.allclose(a[k], p, atol=1e-6) for k, p in seg.model.named_parameters())
     assert seg.predict(torch.zeros(48, 48, 3, dtype=torch.uint8).numpy()).shape == (48, 48)
+
+
+def test_init_reads_pixel_blocks_with_unshuffle(trained, tmp_path, capsys):
+    # GIVEN a finished 32 px width-8 run, WHEN a 64 px run reading 2 x 2 pixel blocks starts from it
+    out = tmp_path / "blocks"
+    blocks = [{"32": "64", "0.01": "1e-12"}.get(a, a) for a in TINY]
+    assert main(["train-vision", "--out", str(out), "--steps", "1", "--unshuffle", "2", "--init",
+                 str(trained / "model.pt"), *blocks]) == 0
+    # THEN its first conv reads each block with the plain weights over 4, its head repeats the plain logit, the rest
+    # is the plain network's; it predicts 64 px masks
+    a = dict(Segmenter.load(trained / "model.pt", device="cpu").model.named_parameters())
+    seg = Segmenter.load(out / "model.pt", device="cpu")
+    b = dict(seg.model.named_parameters())
+    assert seg.model.unshuffle == 2 and a.keys() == b.keys()
+    torch.testing.assert_close(b["down.0.0.weight"], a["down.0.0.weight"].repeat_interleave(4, dim=1) / 4,
+                               atol=1e-6, rtol=0)
+    torch.testing.assert_close(b["head.weight"], a["head.weight"].repeat(4, 1, 1, 1), atol=1e-6, rtol=0)
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a if k not in ("down.0.0.weight", "head.weight",
+                                                                             "head.bias"))
+    assert seg.predict(torch.zeros(64, 64, 3, dtype=torch.uint8).numpy()).shape == (64, 64)
+    # a size or crop the blocks do not tile, and a plain run from a checkpoint of blocks, are refused in one line
+    bad = [{"32": "40", "0.01": "1e-12"}.get(a, a) for a in TINY]
+    assert main(["train-vision", "--out", str(tmp_path / "bad"), "--unshuffle", "2", *bad]) == 2
+    assert "multiple of 16, got 40" in capsys.readouterr().err
+    assert main(["train-vision", "--out", str(tmp_path / "bad2"), "--unshuffle", "2", "--crop-px", "24", *blocks]) == 2
+    assert "crops a multiple of 16 px, got 24" in capsys.readouterr().err
+    assert main(["train-vision", "--out", str(tmp_path / "bad3"), "--steps", "1", "--init", str(out / "model.pt"),
+                 *blocks]) == 2
+    assert "--init" in capsys.readouterr().err

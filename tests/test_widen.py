@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from grasp_s2r.vision.networks.model import UNet, build_model
-from grasp_s2r.vision.networks.widen import load_widened, widen_unet_state
+from grasp_s2r.vision.networks.widen import load_widened, unshuffle_unet_state, widen_unet_state
 
 
 def _trained_narrow(width: int = 8, depth: int = 3) -> UNet:
@@ -68,3 +68,27 @@ def test_narrowing_or_another_depth_is_refused():
         widen_unet_state(narrow.state_dict(), UNet(12, 2))
     with pytest.raises(TypeError, match="only a U-Net"):
         load_widened(build_model("lraspp"), narrow.state_dict())
+
+
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_unet_of_pixel_blocks_starts_as_the_plain_one_on_block_means(mode):
+    # GIVEN a trained plain U-Net and a fresh one of its width and depth reading 2 x 2 pixel blocks
+    plain = _trained_narrow()
+    blocks = UNet(8, 3, unshuffle=2)
+    # WHEN the block one takes the plain one's weights
+    load_widened(blocks, plain.state_dict())
+    getattr(plain, mode)()
+    getattr(blocks, mode)()
+    x = torch.randn(3, 3, 64, 64)
+    with torch.no_grad():
+        # THEN it computes the plain network on the 2 x 2 block means, each logit repeated over its block
+        want = torch.nn.functional.avg_pool2d(x, 2)
+        want = plain(want).repeat_interleave(2, dim=2).repeat_interleave(2, dim=3)
+        torch.testing.assert_close(blocks(x), want, atol=1e-5, rtol=1e-5)
+        # AND its features, for a gripper head, are per pixel
+        assert blocks.features(x).shape == (3, 8, 64, 64)
+
+
+def test_unshuffle_refuses_a_network_of_other_width():
+    with pytest.raises(ValueError, match="not a plain one"):
+        unshuffle_unet_state(_trained_narrow(8).state_dict(), UNet(12, 3, unshuffle=2))

@@ -37,6 +37,9 @@ OPTIONS = (
     Option("--lr", "peak learning rate", "lr", type=float),
     Option("--arch", "network", "architecture"),
     Option("--width", "U-Net channels at full resolution", "width", type=positive_int),
+    Option("--unshuffle", "U-Net reading S x S pixel blocks as channels, its logits put back per pixel: every camera "
+           "pixel at about the multiply-adds of an image S times smaller (1: plain)", "unshuffle",
+           type=positive_int, metavar="S"),
     Option("--image-size", "square input / camera size in px", "image_size_px", type=positive_int),
     Option("--seed", "seed of weights and composites", "seed", type=non_negative_int),
     Option("--val-every", "validate (and checkpoint) every N steps", "val_every", also=("checkpoint_every",),
@@ -51,7 +54,8 @@ OPTIONS = (
     Option("--full-size-share", "share of the steps, the last ones, on whole images (with crops)",
            "full_size_share", type=float),
     Option("--init", "start from this segmenter checkpoint's weights (fine-tuning; the same --arch and --width, or a "
-           "narrower U-Net of the same --depth, widened without changing its output; a U-Net at any --image-size)",
+           "narrower U-Net of the same --depth, widened without changing its output; a U-Net at any --image-size; with "
+           "--unshuffle, a plain U-Net of the same --width and --depth)",
            "init_checkpoint", convert=lambda p: str(Path(p).resolve()),
            show=lambda c: c or "none: random weights"),
     Option("--recolor-prob", "share of background crops with randomized colours", "data.background_recolor_prob",

@@ -1,7 +1,7 @@
 """Segmentation networks, built by name: a compact U-Net and torchvision's LR-ASPP (no pretrained weights).
 
 Every network maps a normalized image float (N, 3, H, W) to logits float (N, 1, H, W) at the input
-resolution; ``H`` and ``W`` must be multiples of 8.
+resolution; ``H`` and ``W`` must be multiples of 8 (a U-Net with ``unshuffle`` s: of 8 s).
 """
 
 from __future__ import annotations
@@ -37,22 +37,32 @@ def _conv_block(c_in: int, c_out: int) -> nn.Sequential:
 
 
 class UNet(nn.Module):
-    """Compact U-Net: ``depth`` 2x poolings, ``width`` channels at full resolution, doubling per level."""
+    """Compact U-Net: ``depth`` 2x poolings, ``width`` channels at full resolution, doubling per level.
 
-    def __init__(self, width: int = 16, depth: int = 3):
+    ``unshuffle`` s > 1: the image's s x s pixel blocks are stacked as channels first (``pixel_unshuffle``: 3 s^2
+    channels at 1/s of the side, nothing lost) and the head predicts s^2 logits a block, put back in place
+    (``pixel_shuffle``): the network sees every camera pixel at about the multiply-adds of one at 1/s the side.
+    """
+
+    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1):
         super().__init__()
+        if unshuffle < 1:
+            raise ValueError(f"unshuffle must be >= 1, got {unshuffle}")
+        self.unshuffle = int(unshuffle)
+        s2 = self.unshuffle**2
         chans = [width * 2**i for i in range(depth + 1)]
-        self.down = nn.ModuleList([_conv_block(3, chans[0])])
+        self.down = nn.ModuleList([_conv_block(3 * s2, chans[0])])
         self.down.extend(_conv_block(chans[i], chans[i + 1]) for i in range(depth))
         self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
         self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i]) for i in reversed(range(depth)))
-        self.head = nn.Conv2d(chans[0], 1, 1)
+        self.head = nn.Conv2d(chans[0], s2, 1)
         self.width = chans[0]
         """Channels of :meth:`features`."""
 
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        """The last decoder block's output float (N, width, H, W): what :attr:`head` (and a gripper head,
-        ``vision/gripper.py``) reads."""
+    def _decoded(self, x: torch.Tensor) -> torch.Tensor:
+        """The last decoder block's output float (N, width, H/s, W/s)."""
+        if self.unshuffle > 1:
+            x = F.pixel_unshuffle(x, self.unshuffle)
         skips = []
         for i, block in enumerate(self.down):
             x = block(x if i == 0 else F.max_pool2d(x, 2))
@@ -62,8 +72,15 @@ class UNet(nn.Module):
             x = fuse(torch.cat([up(x), skips.pop()], dim=1))
         return x
 
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The last decoder block's output float (N, width, H, W) (with ``unshuffle``: each block's features
+        repeated over its pixels): what a gripper head (``vision/gripper.py``) reads."""
+        x = self._decoded(x)
+        return x if self.unshuffle == 1 else F.interpolate(x, scale_factor=self.unshuffle, mode="nearest")
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x))
+        logits = self.head(self._decoded(x))
+        return logits if self.unshuffle == 1 else F.pixel_shuffle(logits, self.unshuffle)
 
 
 class LRASPP(nn.Module):

@@ -7,6 +7,11 @@ fresh initial weights; every weight from a new channel into an old one (and into
 the old channels, and the logits, are exactly those of the narrow network at the start (in eval and train mode:
 batch norm is per channel), and the new channels join as training moves those zero weights (Net2Net's
 function-preserving widening by zero extension; Chen et al. 2016).
+
+The same holds for a U-Net that reads s x s pixel blocks (``UNet(unshuffle=s)``, ``train-vision --unshuffle 2
+--image-size 128 --init`` a 64 px checkpoint): its first conv reads each block's pixels with the plain network's
+weights over s^2, and its head repeats the plain one's logit over the block, so at the start it computes the plain
+network on the image averaged over s x s blocks, each logit repeated over its block (:func:`unshuffle_unet_state`).
 """
 
 from __future__ import annotations
@@ -60,8 +65,27 @@ def widen_unet_state(old_state: dict[str, torch.Tensor], wide: UNet) -> dict[str
     return widened
 
 
+def unshuffle_unet_state(old_state: dict[str, torch.Tensor], model: UNet) -> dict[str, torch.Tensor]:
+    """``old_state`` (a plain U-Net, ``unshuffle`` 1, of ``model``'s width and depth) as the state dict of ``model``
+    (``unshuffle`` s): the plain network on the s x s block means, each logit repeated over its block."""
+    s2 = model.unshuffle**2
+    state = {name: t.clone() for name, t in old_state.items()}
+    first = old_state["down.0.0.weight"]  # (out, 3, k, k); pixel_unshuffle puts channel c's block at c * s^2 + i
+    state["down.0.0.weight"] = first.repeat_interleave(s2, dim=1) / s2
+    state["head.weight"] = old_state["head.weight"].repeat(s2, 1, 1, 1)
+    state["head.bias"] = old_state["head.bias"].repeat(s2)
+    shapes = {name: tuple(t.shape) for name, t in model.state_dict().items()}
+    if set(state) != set(shapes) or any(tuple(state[n].shape) != shapes[n] for n in shapes):
+        raise ValueError("the checkpoint's U-Net is not a plain one of this network's width and depth")
+    return state
+
+
 def load_widened(model: nn.Module, old_state: dict[str, torch.Tensor]) -> None:
-    """Load ``old_state`` (a narrower U-Net's weights) into ``model`` by :func:`widen_unet_state`."""
+    """Load ``old_state`` (a narrower U-Net's weights, or a plain one of the same width for a network with
+    ``unshuffle``) into ``model`` by :func:`widen_unet_state` / :func:`unshuffle_unet_state`."""
     if not isinstance(model, UNet):
         raise TypeError(f"only a U-Net can be widened, not {type(model).__name__}")
-    model.load_state_dict(widen_unet_state(old_state, model))
+    if model.unshuffle > 1:
+        model.load_state_dict(unshuffle_unet_state(old_state, model))
+    else:
+        model.load_state_dict(widen_unet_state(old_state, model))

@@ -149,15 +149,18 @@ def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
         raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
                          f"{tuple(init['input_hw'])} px, this run is {cfg.architecture} {cfg.arch_kwargs} at "
                          f"{cfg.image_size_px} px (a U-Net may start from a narrower one of its depth, "
-                         "not a wider one)")
+                         "not a wider one; one with --unshuffle from a plain one of its width and depth)")
     return init
 
 
 def _widens(init: dict[str, Any], cfg: SegmenterTrainConfig) -> bool:
-    """Whether ``init`` is a narrower U-Net of this run's depth (``vision/networks/widen.py``)."""
+    """Whether ``init`` is a narrower U-Net of this run's depth, or a plain one of its width and depth for a run with
+    ``unshuffle`` (``vision/networks/widen.py``)."""
     kwargs = dict(init["arch_kwargs"])
-    return (init["architecture"] == cfg.architecture == "unet" and kwargs.get("depth") == cfg.depth
-            and kwargs.get("width", cfg.width) < cfg.width)
+    if not (init["architecture"] == cfg.architecture == "unet" and kwargs.get("depth") == cfg.depth
+            and kwargs.get("unshuffle", 1) == 1):
+        return False
+    return kwargs.get("width") == cfg.width if cfg.unshuffle > 1 else kwargs.get("width", cfg.width) < cfg.width
 
 
 def _load_initial_weights(model: torch.nn.Module, cfg: SegmenterTrainConfig) -> None:

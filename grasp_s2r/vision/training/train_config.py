@@ -33,6 +33,8 @@ class SegmenterTrainConfig:
     """U-Net channels at full resolution (ignored by other architectures)."""
     depth: int = 3
     """U-Net poolings (ignored by other architectures)."""
+    unshuffle: int = 1
+    """U-Net reading s x s pixel blocks as channels (``UNet(unshuffle=s)``); 1 = plain."""
     image_size_px: int = 64
     """Square input resolution = wrist camera resolution of the rendered views."""
     steps: int = 3000
@@ -96,6 +98,11 @@ class SegmenterTrainConfig:
             raise TrainError(f"architecture must be one of {', '.join(ARCHITECTURES)}, got {self.architecture!r}")
         if self.image_size_px % 8 or self.image_size_px < 16:
             raise TrainError(f"image size must be a multiple of 8 and at least 16, got {self.image_size_px}")
+        if self.unshuffle < 1 or (self.unshuffle > 1 and self.architecture != "unet"):
+            raise TrainError(f"unshuffle must be >= 1 (> 1: a U-Net only), got {self.unshuffle}")
+        if self.image_size_px % (8 * self.unshuffle):
+            raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs an image size a multiple of "
+                             f"{8 * self.unshuffle}, got {self.image_size_px}")
         if not 0.0 < self.hard_share <= 1.0:
             raise TrainError(f"hard_share must be in (0, 1], got {self.hard_share}")
         if self.calibration_images < 0:
@@ -104,6 +111,9 @@ class SegmenterTrainConfig:
             object.__setattr__(self, "crop_px", 0 if self.init_checkpoint else DEFAULT_CROP_PX)
         if self.crop_px < 0:
             raise TrainError(f"crop size must be >= 0 px, got {self.crop_px}")
+        if self.crop_px and self.crop_px < self.image_size_px and self.crop_px % (8 * self.unshuffle):
+            raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs crops a multiple of "
+                             f"{8 * self.unshuffle} px, got {self.crop_px}")
         if not self.crop_px or self.crop_px >= self.image_size_px:  # whole images: no whole-image phase to have
             object.__setattr__(self, "full_size_share", 0.0)
         if self.crop_px:
@@ -129,7 +139,9 @@ class SegmenterTrainConfig:
 
     @property
     def arch_kwargs(self) -> dict[str, Any]:
-        return {"width": self.width, "depth": self.depth} if self.architecture == "unet" else {}
+        if self.architecture != "unet":
+            return {}
+        return {"width": self.width, "depth": self.depth, **({"unshuffle": self.unshuffle} if self.unshuffle > 1 else {})}
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
