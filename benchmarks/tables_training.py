@@ -237,17 +237,21 @@ def unseen_tables_table(d: Path) -> str:
     if not loaded:
         return not_measured("unseen_tables")
     f = loaded[0][1]["figures"]
-
-    rows_by_label = {label + camera_label(res["figures"].get("camera_px", 64)): r for _, res in loaded for label, r in res["figures"]["rows"].items()}
+    rows_by_label = {label + camera_label(res["figures"].get("camera_px", 64)): r
+                     for _, res in loaded for label, r in res["figures"]["rows"].items()}
 
     def cell(m: dict) -> str:
         return " / ".join(f"{m[k]:.3f}" for k in ("precision", "recall", "found_rate", "false_detection_rate"))
 
+    def cost(r: dict) -> str:  # the row's time a frame against the shipped one at 64 px, timed side by side
+        return f"{r['predict_ms'] / r['shipped_64px_ms']:.2f}x" if "predict_ms" in r else "-"
+
     rows = [(f"`{label}`", cell(r["far"]), cell(r["all"]),
              rate_ci({"success_rate": r[UNSEEN]["successes"] / r[UNSEEN]["episodes"], **r[UNSEEN]}) if UNSEEN in r
-             else "-") for label, r in rows_by_label.items()]
+             else "-", cost(r)) for label, r in rows_by_label.items()]
     table = md_table(("segmenter (+ controller, where not the shipped one)",
-                      "far views: P / R / found / false det.", "all heights", "table-photo-unseen"), rows)
+                      "far views: P / R / found / false det.", "all heights", "table-photo-unseen",
+                      "time a frame"), rows)
     return (table + f"\n\nThe validation photos `{Path(f['photos']).name}` ({f['n_photos']}, trained on by none) as the "
             f"sim table: {f['views']} views a set (far: an episode's start and search heights, the sphere 2-4 px "
             f"wide; all: the training views' heights), and {f['episodes']} validation episodes (success in %, "
