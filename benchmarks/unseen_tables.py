@@ -18,8 +18,8 @@ shipped controller or its own (``--controllers``, one a checkpoint). Per row:
 as wide; the controller max-pools every mask to its own size), for segmenters trained at that size.
 
 Each row also times its segmenter on the camera's frames (``Segmenter.predict``, batch 1, one CPU thread, median of
-200) right after the shipped segmenter on 64 px frames, the scene's camera: the ratio is the row's cost against
-today's, measured side by side on a shared machine.
+200) against the shipped segmenter on 64 px frames, the scene's camera, their calls alternating: the ratio is the
+row's cost against today's, fit to compare on a shared machine.
 
 The photos must be ones no checkpoint trained on, and not the held-out ones (those only report, ``bench_eval.py``).
 Writes ``runs/benchmarks/unseen_tables.json`` (``--save``: ``benchmarks/results/``).
@@ -48,7 +48,7 @@ from grasp_s2r.sim.config import EnvConfig, control_env_config
 from grasp_s2r.vision.evaluation.metrics import pixel_metrics
 from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
-from grasp_s2r.vision.testsets.suites import latency_ms
+from grasp_s2r.vision.testsets.suites import paired_latency_ms
 
 VIEWS = {"far": ViewConfig(empty_prob=0.3, far_view_prob=1.0), "all": ViewConfig(empty_prob=0.2)}
 """The two sets of per-frame views."""
@@ -120,8 +120,8 @@ def main() -> int:
                 m = pixel_metrics(seg.predict(rgb), masks)
                 row[name] = {k: float(m[k]) for k in METRICS}
                 print(f"{label:24s} {name:4s} " + "  ".join(f"{k} {row[name][k]:.3f}" for k in METRICS), flush=True)
-            row["shipped_64px_ms"] = latency_ms(shipped, frames_64px)["predict_median_ms"]
-            row["predict_ms"] = latency_ms(seg, views["far"][0][:8])["predict_median_ms"]
+            row["shipped_64px_ms"], row["predict_ms"] = paired_latency_ms(shipped, frames_64px, seg,
+                                                                          views["far"][0][:8])
             print(f"{label:24s} {row['predict_ms']:.2f} ms a frame at {args.camera_px} px, "
                   f"{row['predict_ms'] / row['shipped_64px_ms']:.2f}x the shipped one at 64 px", flush=True)
             if args.episodes:

@@ -183,3 +183,30 @@ def test_bad_recipe_options_are_refused_in_one_line(args, message, tmp_path, cap
     assert code == 2
     assert message in text and "Traceback" not in text
     assert not (tmp_path / "run").exists()
+
+
+def test_paired_latency_alternates_the_two_segmenters_on_their_own_frames():
+    import torch
+
+    from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
+    from grasp_s2r.vision.testsets.suites import paired_latency_ms
+
+    class Counting:  # the shipped segmenter, its calls and frame sizes recorded
+        def __init__(self, calls: list):
+            self.seg, self.calls = Segmenter.load(default_checkpoint_path(), device="cpu"), calls
+
+        def predict(self, rgb):
+            self.calls.append((id(self), rgb.shape))
+            return self.seg.predict(rgb)
+
+    calls: list = []
+    a, b = Counting(calls), Counting(calls)
+    frames_a, frames_b = np.zeros((3, 64, 64, 3), np.uint8), np.zeros((2, 96, 96, 3), np.uint8)
+    threads = torch.get_num_threads()
+    # WHEN two segmenters are timed side by side
+    ms_a, ms_b = paired_latency_ms(a, frames_a, b, frames_b, repeats=10)
+    # THEN their calls alternate (after the warm-up), each on its own frames one at a time, and the threads are back
+    timed = calls[-20:]
+    assert [c[0] for c in timed] == [id(a), id(b)] * 10
+    assert {c[1] for c in timed[0::2]} == {(64, 64, 3)} and {c[1] for c in timed[1::2]} == {(96, 96, 3)}
+    assert ms_a > 0 and ms_b > 0 and torch.get_num_threads() == threads

@@ -149,6 +149,20 @@ def timed_ms(fn: Callable[[int], object], repeats: int, warmup: int = 20) -> np.
     return np.array(t) * 1e3
 
 
+def paired_latency_ms(a: Segmenter, frames_a: np.ndarray, b: Segmenter, frames_b: np.ndarray,
+                      repeats: int = 200) -> tuple[float, float]:
+    """Median milliseconds per frame of ``a.predict`` and ``b.predict`` (batch 1, one CPU thread), their calls
+    alternating so that a shared machine's load falls on both alike: a ratio fit to compare."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ms = timed_ms(lambda i: (a if i % 2 == 0 else b).predict((frames_a if i % 2 == 0 else frames_b)[
+            (i // 2) % len(frames_a if i % 2 == 0 else frames_b)]), 2 * repeats)
+    finally:
+        torch.set_num_threads(threads)
+    return float(np.median(ms[0::2])), float(np.median(ms[1::2]))
+
+
 def latency_ms(segmenter: Segmenter, frames: np.ndarray, repeats: int = 200) -> dict[str, float]:
     """Milliseconds per frame of ``segmenter.predict`` at batch 1 on one CPU thread (median, p90).
 
