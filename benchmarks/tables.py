@@ -53,6 +53,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "table_photo_failures": training.table_photo_failures_table,
     "unseen_tables": training.unseen_tables_table,
     "sphere_context": training.sphere_context_table,
+    "error_budget": training.error_budget_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")

@@ -282,3 +282,30 @@ def _approach_text(found_by: dict[str, float]) -> str:
         return ""
     return ("Replayed with ground-truth masks (the arm approaches, the sphere grows), the failed episodes' spheres are "
             "first found by a width of " + ", ".join(f"{w} px in {v:.0%}" for w, v in found_by.items()) + ". ")
+
+
+def error_budget_table(d: Path) -> str:
+    """``error_budget``: the same episodes on the segmenter's masks, on them without one kind of error, on the
+    ground truth; then the segmenter's frames by TCP height, failed against succeeded episodes."""
+    res = load("error_budget", d)
+    if res is None:
+        return not_measured("error_budget")
+    f = res["figures"]
+    rows = [(f"`{name}`", rate_ci({"success_rate": r["successes"] / r["episodes"], **r})) for name, r in f["rows"].items()]
+    table = md_table(("masks the shipped controller runs on", "table-photo-unseen"), rows)
+
+    def cell(r: dict) -> str:
+        if not r["in_view"]:
+            return "-"
+        return f"{r['in_view']}: {r['found']:.2f} / {r['false_blob']:.2f} / {r['width_px']:.1f}"
+
+    heights = md_table(("TCP height", "failed: in view: found / false blob / width px",
+                        "succeeded: in view: found / false blob / width px"),
+                       [(f"{h['height_cm'][0]}-{h['height_cm'][1]} cm", cell(h["failed"]), cell(h["succeeded"]))
+                        for h in f["by_height"]])
+    camera = "" if f["camera_px"] == 64 else f", {f['camera_px']} px camera"
+    return (table + "\n\n" + heights + f"\n\n`{f['photos']}` as the table, {f['episodes']} validation episodes a row "
+            f"(success in %, 95 % CI{camera}); the segmenter `{Path(f['vision']).name}`. The frames of its row: "
+            "in view = frames showing the sphere, found = share where the mask touches it, false blob = share of "
+            "all frames with 3 or more mask pixels elsewhere, width = the sphere's median width. "
+            + provenance("error_budget", res))

@@ -51,3 +51,42 @@ def test_a_folder_without_photos_is_refused_not_replaced(tmp_path):
     with RolloutPool(control_env_config(), 1) as pool, pytest.raises(Exception, match="needs at least 2 images"):
         validation.validate(pool, policy, make_mask_source("predicted", "", "cpu"), [validation.UNSEEN_TABLE], 1,
                             unseen_photos=str(tmp_path))
+
+
+def test_error_budget_removes_one_kind_of_error_and_sorts_frames_by_height(tmp_path):
+    import json
+    import subprocess
+
+    import error_budget
+
+    from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
+
+    # GIVEN the shipped segmenter's mask of a frame with a sphere and a false blob, and the sphere's true mask
+    seg = Segmenter.load(default_checkpoint_path(), device="cpu")
+    rgb = np.zeros((1, 64, 64, 3), np.uint8)
+    gt = np.zeros((1, 64, 64), bool)
+    gt[0, 30:34, 30:34] = True
+    no_misses, no_false = error_budget.OracleMasks(seg, "no misses"), error_budget.OracleMasks(seg, "no false blobs")
+    seg.predict = lambda x: np.pad(np.ones((1, 3, 3), bool), ((0, 0), (5, 56), (5, 56))) | np.pad(
+        np.ones((1, 2, 2), bool), ((0, 0), (34, 28), (34, 28)))  # a blob far off, and one touching the sphere's edge
+    # WHEN each oracle makes its mask, THEN "no misses" holds the whole sphere and the far blob, "no false blobs"
+    # only what lies within 2 px of the sphere
+    m = no_misses(rgb, gt)
+    assert m[gt].all() and m[0, 5:8, 5:8].all()
+    m = no_false(rgb, gt)
+    assert not m[0, :20, :20].any() and m[0, 34:36, 34:36].all() and not m[gt].any()
+    # AND a whole run (2 episodes a row, two plain photos as the table) writes every row and the height bins
+    rng = np.random.default_rng(0)
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for k in range(2):
+        img = cv2.resize(rng.integers(0, 255, (6, 6, 3), dtype=np.uint8), (96, 96), interpolation=cv2.INTER_CUBIC)
+        cv2.imwrite(str(photos / f"table{k}.png"), img)
+    out = tmp_path / "eb.json"
+    subprocess.run([sys.executable, str(BENCH / "error_budget.py"), "--photos", str(photos), "--episodes", "2",
+                    "--workers", "1", "--json", str(out)], check=True, capture_output=True, timeout=600)
+    f = json.loads(out.read_text())["figures"]
+    assert list(f["rows"]) == ["segmenter", "no false blobs", "no misses", "ground truth"]
+    assert all(r["episodes"] == 2 for r in f["rows"].values())
+    frames = sum(h[k]["frames"] for h in f["by_height"] for k in ("failed", "succeeded"))
+    assert frames > 0 and f["by_height"][0]["height_cm"] == [0, 2]
