@@ -153,11 +153,16 @@ def paired_latency_ms(a: Segmenter, frames_a: np.ndarray, b: Segmenter, frames_b
                       repeats: int = 200) -> tuple[float, float]:
     """Median milliseconds per frame of ``a.predict`` and ``b.predict`` (batch 1, one CPU thread), their calls
     alternating so that a shared machine's load falls on both alike: a ratio fit to compare."""
+    pairs = ((a, frames_a), (b, frames_b))
+
+    def call(i: int) -> None:  # even calls a, odd calls b, each cycling through its own frames
+        segmenter, frames = pairs[i % 2]
+        segmenter.predict(frames[(i // 2) % len(frames)])
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        ms = timed_ms(lambda i: (a if i % 2 == 0 else b).predict((frames_a if i % 2 == 0 else frames_b)[
-            (i // 2) % len(frames_a if i % 2 == 0 else frames_b)]), 2 * repeats)
+        ms = timed_ms(call, 2 * repeats)
     finally:
         torch.set_num_threads(threads)
     return float(np.median(ms[0::2])), float(np.median(ms[1::2]))
