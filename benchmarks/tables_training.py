@@ -285,27 +285,32 @@ def _approach_text(found_by: dict[str, float]) -> str:
 
 
 def error_budget_table(d: Path) -> str:
-    """``error_budget``: the same episodes on the segmenter's masks, on them without one kind of error, on the
-    ground truth; then the segmenter's frames by TCP height, failed against succeeded episodes."""
-    res = load("error_budget", d)
-    if res is None:
+    """``error_budget`` (and ``error_budget-2``, ...): per segmenter, the same episodes on its masks, on them without
+    one kind of error, on the ground truth; then its frames by TCP height, failed against succeeded episodes."""
+    loaded = [(name, res) for name in numbered_runs(d, "error_budget") if (res := load(name, d)) is not None]
+    if not loaded:
         return not_measured("error_budget")
-    f = res["figures"]
-    rows = [(f"`{name}`", rate_ci({"success_rate": r["successes"] / r["episodes"], **r})) for name, r in f["rows"].items()]
-    table = md_table(("masks the shipped controller runs on", "table-photo-unseen"), rows)
+    runs = [res["figures"] for _, res in loaded]
+    labels = [f"`{f['vision']}`{camera_label(f['camera_px'])}" for f in runs]
+    masks = list(runs[0]["rows"])
+    rows = [(f"`{m}`", *(rate_ci({"success_rate": f["rows"][m]["successes"] / f["rows"][m]["episodes"],
+                                  **f["rows"][m]}) for f in runs)) for m in masks]
+    parts = [md_table(("masks the shipped controller runs on", *(f"segmenter {label}" for label in labels)), rows)]
 
     def cell(r: dict) -> str:
         if not r["in_view"]:
             return "-"
         return f"{r['in_view']}: {r['found']:.2f} / {r['false_blob']:.2f} / {r['width_px']:.1f}"
 
-    heights = md_table(("TCP height", "failed: in view: found / false blob / width px",
-                        "succeeded: in view: found / false blob / width px"),
-                       [(f"{h['height_cm'][0]}-{h['height_cm'][1]} cm", cell(h["failed"]), cell(h["succeeded"]))
-                        for h in f["by_height"]])
-    camera = "" if f["camera_px"] == 64 else f", {f['camera_px']} px camera"
-    return (table + "\n\n" + heights + f"\n\n`{f['photos']}` as the table, {f['episodes']} validation episodes a row "
-            f"(success in %, 95 % CI{camera}); the segmenter `{Path(f['vision']).name}`. The frames of its row: "
-            "in view = frames showing the sphere, found = share where the mask touches it, false blob = share of "
-            "all frames with 3 or more mask pixels elsewhere, width = the sphere's median width. "
-            + provenance("error_budget", res))
+    for label, f in zip(labels, runs):
+        parts.append(f"Segmenter {label}, its frames by TCP height:\n\n" + md_table(
+            ("TCP height", "failed: in view: found / false blob / width px",
+             "succeeded: in view: found / false blob / width px"),
+            [(f"{h['height_cm'][0]}-{h['height_cm'][1]} cm", cell(h["failed"]), cell(h["succeeded"]))
+             for h in f["by_height"]]))
+    episodes = {f["episodes"] for f in runs}
+    return ("\n\n".join(parts) + f"\n\n`{runs[0]['photos']}` as the table, "
+            f"{', '.join(map(str, sorted(episodes)))} validation episodes a cell (success in %, 95 % CI). The frames "
+            "of a segmenter's own masks: in view = frames showing the sphere, found = share where the mask touches "
+            "it, false blob = share of all frames with 3 or more mask pixels elsewhere, width = the sphere's median "
+            "width. " + " ".join(provenance(name, res) for name, res in loaded))
