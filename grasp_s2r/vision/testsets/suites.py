@@ -149,6 +149,16 @@ def timed_ms(fn: Callable[[int], object], repeats: int, warmup: int = 20) -> np.
     return np.array(t) * 1e3
 
 
+def _timed_on_one_thread(fn: Callable[[int], object], repeats: int) -> np.ndarray:
+    """:func:`timed_ms` with torch on one CPU thread (a control step's budget); the thread count is restored."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return timed_ms(fn, repeats)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def paired_latency_ms(a: Segmenter, frames_a: np.ndarray, b: Segmenter, frames_b: np.ndarray,
                       repeats: int = 200) -> tuple[float, float]:
     """Median milliseconds per frame of ``a.predict`` and ``b.predict`` (batch 1, one CPU thread), their calls
@@ -159,12 +169,7 @@ def paired_latency_ms(a: Segmenter, frames_a: np.ndarray, b: Segmenter, frames_b
         segmenter, frames = pairs[i % 2]
         segmenter.predict(frames[(i // 2) % len(frames)])
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        ms = timed_ms(call, 2 * repeats)
-    finally:
-        torch.set_num_threads(threads)
+    ms = _timed_on_one_thread(call, 2 * repeats)
     return float(np.median(ms[0::2])), float(np.median(ms[1::2]))
 
 
@@ -173,10 +178,5 @@ def latency_ms(segmenter: Segmenter, frames: np.ndarray, repeats: int = 200) -> 
 
     ``frames``: uint8 (N, H, W, 3), cycled. Runs on the segmenter's device; the torch thread count is restored.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        ms = timed_ms(lambda i: segmenter.predict(frames[i % len(frames)]), repeats)
-    finally:
-        torch.set_num_threads(threads)
+    ms = _timed_on_one_thread(lambda i: segmenter.predict(frames[i % len(frames)]), repeats)
     return {"predict_median_ms": float(np.median(ms)), "predict_p90_ms": float(np.percentile(ms, 90))}
