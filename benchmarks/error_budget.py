@@ -22,7 +22,6 @@ validation set; the held-out ones only report). Writes ``runs/benchmarks/error_b
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import sys
 from pathlib import Path
@@ -121,9 +120,7 @@ def main() -> int:
     policy = Policy.load(Path(default_controller_path()), "cpu")[0]
     cond = validation_condition(UNSEEN_TABLE, str(args.photos))
     requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(args.episodes)]
-    base = control_env_config()
-    env = dataclasses.replace(base, camera=dataclasses.replace(base.camera, width_px=args.camera_px,
-                                                               height_px=args.camera_px))
+    env = control_env_config(camera_px=args.camera_px)
     log = FrameLog()
     sources = {"segmenter": SegmenterMasks(seg), "no false blobs": OracleMasks(seg, "no false blobs"),
                "no misses": OracleMasks(seg, "no misses"), "ground truth": make_mask_source("gt")}

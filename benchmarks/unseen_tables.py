@@ -28,7 +28,6 @@ Writes ``runs/benchmarks/unseen_tables.json`` (``--save``: ``benchmarks/results/
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -102,9 +101,7 @@ def main() -> int:
         sys.exit("unseen_tables: --controllers needs one existing checkpoint a segmenter")
     torch.set_num_threads(1)
     photos = load_photos(str(args.photos))
-    base = control_env_config()
-    env_cfg = dataclasses.replace(base, camera=dataclasses.replace(base.camera, width_px=args.camera_px,
-                                                                   height_px=args.camera_px))
+    env_cfg = control_env_config(camera_px=args.camera_px)
     views = {name: photo_table_views(photos, v, VIEW_SEED_BASE[name], args.views, env_cfg) for name, v in VIEWS.items()}
     shipped = Segmenter.load(default_checkpoint_path())
     frames_64px = np.random.default_rng(0).integers(0, 256, (8, 64, 64, 3), dtype=np.uint8)  # cost: not content

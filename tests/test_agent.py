@@ -199,3 +199,12 @@ def test_a_controller_is_run_through_the_camera_it_was_trained_on():
     # WHEN its scene is read, THEN the camera is the run's; a checkpoint without its run's config: the default scene
     assert (trained_scene(wide).camera.width_px, trained_scene(wide).camera.height_px) == (96, 96)
     assert trained_scene({}).camera.height_px == CameraConfig().height_px
+
+
+def test_the_controller_scene_through_a_wider_camera_keeps_its_field_of_view_and_tolerance():
+    # GIVEN the controller's scene, and the same through a 96 px camera
+    base, wide = control_env_config(), control_env_config(camera_px=96)
+    # THEN only the camera's size differs: its field of view, mount and the calibration tolerance stay
+    assert (wide.camera.width_px, wide.camera.height_px) == (96, 96) and base.camera.height_px == 64
+    assert wide.camera.fov_deg == base.camera.fov_deg and wide.randomization == base.randomization
+    assert wide.replace(camera=base.camera) == base

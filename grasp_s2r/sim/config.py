@@ -202,11 +202,15 @@ cannot tell, so it learns (and its demonstrations are collected) on a camera cal
 
 def control_env_config(
     base: EnvConfig | None = None, camera_jitter_mm: float | None = None, camera_jitter_deg: float | None = None,
+    camera_px: int | None = None,
 ) -> EnvConfig:
     """The controller's scene: ``base`` (default scene) with the controller's camera calibration tolerance (or the
-    given jitter). The one camera preset of everything the controller learns from or is measured on."""
+    given jitter), and a square camera of ``camera_px`` (None: ``base``'s; the same field of view). The one camera
+    preset of everything the controller learns from or is measured on."""
     base = base or EnvConfig()
     jitter_m = CONTROL_CAMERA_JITTER_M if camera_jitter_mm is None else camera_jitter_mm / 1000.0
     jitter_deg = CONTROL_CAMERA_JITTER_DEG if camera_jitter_deg is None else camera_jitter_deg
     rand = dataclasses.replace(base.randomization, camera_jitter_m=jitter_m, camera_jitter_deg=jitter_deg)
-    return base.replace(randomization=rand)
+    camera = base.camera if camera_px is None else dataclasses.replace(base.camera, width_px=camera_px,
+                                                                         height_px=camera_px)
+    return base.replace(randomization=rand, camera=camera)
