@@ -13,8 +13,8 @@ The shipped controller runs the same ``--episodes`` validation episodes with ``D
 
 The gaps between the rows are what each kind of error costs end to end. For the ``segmenter`` row, every frame is
 also sorted by the TCP's height above the table, failed against succeeded episodes: frames with the sphere in view,
-the share where the mask touches it (found), the share with 3 or more mask pixels elsewhere (false blob, as in
-``sphere_context.py``), and the sphere's median width. The photos must be ones no checkpoint trained on (a
+the share where the mask touches it (found), the share with 3 or more mask pixels elsewhere (false blob; both
+``sphere_context.hits``), and the sphere's median width. The photos must be ones no checkpoint trained on (a
 validation set; the held-out ones only report). Writes ``runs/benchmarks/error_budget.json`` (``--save``:
 ``benchmarks/results/``).
 """
@@ -30,6 +30,7 @@ import cv2
 import numpy as np
 import torch
 from results_io import add_json_argument, write_results
+from sphere_context import hits
 from validation import UNSEEN_TABLE, VALIDATION_BASE, validation_condition
 
 from grasp_s2r.agent import SegmenterMasks, default_controller_path
@@ -78,8 +79,7 @@ class FrameLog:
         n = len(gt)
         height_cm = 100.0 * np.asarray(rec.arrays["proprio"])[:n, _HEIGHT]
         in_view = gt.reshape(n, -1).any(1)
-        found = (pred & gt).reshape(n, -1).any(1)
-        false_blob = (pred & ~gt).reshape(n, -1).sum(1) >= 3
+        found, false_blob = hits(pred, gt)
         width = mask_width_px(gt)
         self.rows += [(bool(rec.success), float(h), bool(v), bool(f), bool(b), float(w))
                       for h, v, f, b, w in zip(height_cm, in_view, found, false_blob, width)]

@@ -33,7 +33,6 @@ from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
 CONTROLLER = Path(default_checkpoint_path()).parent / "controller.pt"
 
 
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("candidates", nargs="+", type=Path, help="segmenter checkpoints to compare with the shipped one")

@@ -70,11 +70,20 @@ def variants(rgb: np.ndarray, masks: np.ndarray) -> dict[str, tuple[np.ndarray, 
     return out
 
 
-def scores(seg: Segmenter, rgb: np.ndarray, masks: np.ndarray) -> dict[str, float]:
-    pred = seg.predict(rgb)
+FALSE_BLOB_PX = 3
+"""A frame has a false blob where its mask holds at least this many pixels off the sphere."""
+
+
+def hits(pred: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per frame of predicted and true sphere masks bool (n, H, W): (found: the mask touches the sphere, false blob:
+    :data:`FALSE_BLOB_PX` or more mask pixels elsewhere), bool (n,) each."""
     n = len(masks)
-    return {"found": float((pred & masks).reshape(n, -1).any(1).mean()),
-            "false_blob": float(((pred & ~masks).reshape(n, -1).sum(1) >= 3).mean())}
+    return (pred & masks).reshape(n, -1).any(1), (pred & ~masks).reshape(n, -1).sum(1) >= FALSE_BLOB_PX
+
+
+def scores(seg: Segmenter, rgb: np.ndarray, masks: np.ndarray) -> dict[str, float]:
+    found, false_blob = hits(seg.predict(rgb), masks)
+    return {"found": float(found.mean()), "false_blob": float(false_blob.mean())}
 
 
 def first_found_width_px(seg: Segmenter, records) -> np.ndarray:
