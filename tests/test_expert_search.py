@@ -209,8 +209,12 @@ def test_out_of_view_gripper_states_are_read_from_proprioception():
 
 
 def test_search_config_is_checked_and_the_spiral_grows():
-    with pytest.raises(ValueError):
-        SearchConfig(sweep_spacing_m=0.0)
+    for bad in ({"sweep_spacing_m": 0.0}, {"search_height_m": -0.1}, {"sweep_rings": 0}, {"first_look_height_m": -1}):
+        with pytest.raises(ValueError):
+            SearchConfig(**bad)
+    # the view's offset from the TCP scales with the height: (-0.06, 0.01) at 0.22 m
+    assert SearchConfig().view_offset_m == pytest.approx((-0.06, 0.01))
+    assert SearchConfig(search_height_m=0.11).view_offset_m == pytest.approx((-0.03, 0.005))
     corners = spiral_corners(2)
     assert corners[0] == (0, 0) and max(max(abs(x), abs(y)) for x, y in corners) == 2
     rings = [max(abs(x), abs(y)) for x, y in corners]

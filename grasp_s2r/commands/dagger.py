@@ -78,6 +78,15 @@ OPTIONS = (
            "dropout_prob", type=float, metavar="P"),
     Option("--observable-expert", "label states where the controller does not see the sphere as "
            "return-then-search, not with its hidden position", sets={"observable_expert": True}),
+    Option("--search-height", "with --observable-expert: the TCP's height above the table (m) while the expert "
+           "searches for a sphere the controller does not see (lower: less table in view, a wider sphere)",
+           "search_height_m", type=float, metavar="M"),
+    Option("--first-look-height", "with --observable-expert: a sphere not seen yet is first looked for from this "
+           "height (m) above the middle of where spheres spawn, then the search (0: no first look)",
+           "first_look_height_m", type=float, metavar="M"),
+    Option("--learner-sees", "with --observable-expert: when the controller counts as seeing the sphere: 'mask' (any "
+           "pixel of its mask) or 'sphere' (its mask touches the sphere; a false detection alone is nothing seen)",
+           "learner_sees"),
     Option("--memory", "give the controller the episode's memory: where the sphere was last seen, motion since",
            sets={"policy.memory": True}),
     Option("--gripper-input", "give the controller the gripper fingers' mask too (where the fingers are in the "

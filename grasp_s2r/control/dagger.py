@@ -45,6 +45,7 @@ from grasp_s2r.data.episodes import (
 )
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import plot_curve
+from grasp_s2r.expert.fsm import SearchConfig
 from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.runtime.backend import EpisodeRunner, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS
@@ -236,7 +237,10 @@ def _run_dagger(cfg: DaggerConfig, progress: bool = True, tb: TBLogger | None = 
     masks = make_mask_source(cfg.masks, cfg.vision_checkpoint, device)
     rows = store.completed_rows()
     with open_runner(cfg.backend, cfg.env, cfg.workers, torch_threads=cfg.torch_threads,
-                     observable_expert=cfg.observable_expert) as runner:
+                     observable_expert=cfg.observable_expert,
+                     search=SearchConfig(search_height_m=cfg.search_height_m,
+                                         first_look_height_m=cfg.first_look_height_m,
+                                         learner_sees=cfg.learner_sees)) as runner:
         trainer = DaggerTrainer(cfg, runner, masks, device, progress)
         for r in range(len(rows), cfg.rounds):
             rows.append(trainer.round(r))

@@ -13,6 +13,7 @@ from grasp_s2r.configs import to_dict
 from grasp_s2r.control import seeds
 from grasp_s2r.control.policy import PolicyConfig
 from grasp_s2r.control.train import PolicyTrainConfig
+from grasp_s2r.expert.fsm import LearnerSees
 from grasp_s2r.runtime.backend import BackendConfig
 from grasp_s2r.runtime.conditions import CONDITIONS
 from grasp_s2r.runtime.masks import MaskInput
@@ -22,7 +23,8 @@ BetaSchedule = Literal["linear", "exponential"]
 BETA_SCHEDULES: tuple[str, ...] = get_args(BetaSchedule)
 _RESUMABLE_FIELDS = ("rounds", "workers", "backend", "device", "torch_threads")
 """Config fields that may differ when a run is resumed (e.g. ask for more rounds)."""
-_LEGACY_VALUES = {"observable_expert": False, "out_of_view_prob": 0.0, "table_photo_prob": 0.0, "dropout_prob": 0.0}
+_LEGACY_VALUES = {"observable_expert": False, "out_of_view_prob": 0.0, "table_photo_prob": 0.0, "dropout_prob": 0.0,
+                  "search_height_m": 0.22, "first_look_height_m": 0.0, "learner_sees": "mask"}
 """Fields added later, left out of a run's identity at the value that reproduces runs made before they existed
 (so those runs still resume)."""
 
@@ -91,6 +93,15 @@ class DaggerConfig:
     """Where the learner does not see the sphere (out of view, a missed detection, a blanked step), label as an
     agent without the sphere's position would act: back to where it was last seen, then a search (the expert's
     RETURN / SEARCH phases). False: the privileged expert, which points at a sphere the learner cannot see."""
+    search_height_m: float = 0.22
+    """With ``observable_expert``: the TCP's height above the table while the expert searches for a sphere the learner
+    does not see (``SearchConfig.search_height_m``)."""
+    first_look_height_m: float = 0.0
+    """With ``observable_expert``: a sphere the learner has not seen this episode is first looked for from this height
+    above the middle of where spheres spawn, then the search (``SearchConfig.first_look_height_m``; 0: none)."""
+    learner_sees: LearnerSees = "mask"
+    """With ``observable_expert``: when the learner counts as seeing the sphere, "mask" (any mask pixel) or "sphere"
+    (its mask touches the sphere: a false detection alone is labelled as nothing seen); ``SearchConfig.learner_sees``."""
     bc_baseline: bool = True
     """Also train and evaluate behavior cloning at the same label budget every round."""
     workers: int = 2
@@ -124,6 +135,11 @@ class DaggerConfig:
         bad = {k: v for k, v in shares.items() if not 0.0 <= v <= 1.0}
         if bad:
             raise ValueError(f"{', '.join(bad)} must be in [0, 1], got {', '.join(map(str, bad.values()))}")
+        top = self.env.scene.workspace_max_height_m
+        if not (0.05 <= self.search_height_m <= top and (self.first_look_height_m == 0 or
+                                                         0.05 <= self.first_look_height_m <= top)):
+            raise ValueError(f"search_height_m (and first_look_height_m unless 0) must be in [0.05, {top}] m, got "
+                             f"{self.search_height_m}, {self.first_look_height_m}")
         if not 0.0 <= self.beta_decay <= 1.0:
             raise ValueError(f"beta_decay must be in [0, 1], got {self.beta_decay}")
         if min(self.rounds, self.episodes_per_round, self.eval_episodes, self.workers, self.beta_rampdown_rounds) < 1:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -62,33 +63,60 @@ class ExpertConfig:
     """Fraction of the remaining error commanded in one step (before clipping)."""
 
 
+LearnerSees = Literal["mask", "sphere"]
+LEARNER_SEES: tuple[str, ...] = get_args(LearnerSees)
+"""Values of :attr:`SearchConfig.learner_sees`."""
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """What the expert does while the sphere is out of view (observable-consistent mode; metres).
 
-    Kept apart from :class:`ExpertConfig`, which datasets record: adding it changed no recorded config."""
+    Kept apart from :class:`ExpertConfig`, which datasets record: adding it changed no recorded config. A DAgger run
+    records its own (``DaggerConfig.search_height_m``)."""
 
     return_tol_m: float = 0.01
     """RETURN is over once the TCP is this close (horizontally) above the last seen position, at or below the
     approach's hover height: the sphere would be in view from there (nominal episodes see it in every frame from there
     down)."""
     search_height_m: float = 0.22
-    """SEARCH sweeps with the TCP this high above the table (0.18 at an episode's start): the camera then sees
-    about 0.36 m x 0.39 m of table, the sphere a few pixels wide."""
+    """SEARCH sweeps with the TCP this high above the table (0.18 at an episode's start). At 0.22 the camera sees
+    about 0.36 m x 0.39 m of table and the sphere 2-3 px wide; lower, less table and a wider sphere, which the
+    segmenter finds more often on busy tables."""
     sweep_spacing_m: float = 0.08
-    """The square spiral's legs grow by this much (under a quarter of the patch seen at the search height)."""
+    """The square spiral's legs grow by this much (under a quarter of the patch seen at 0.22 m)."""
     sweep_rings: int = 2
     """Rings of the spiral before it starts over (with the workspace clip, 2 cover every reachable spot)."""
-    view_offset_m: tuple[float, float] = (-0.06, 0.01)
-    """Centre of the patch of table seen at the search height, from the TCP (x, y): the camera sits 4.5 cm along
-    +x on the palm and looks back under the fingers. The spiral is centred on the view, not on the TCP."""
+    view_offset_per_m: tuple[float, float] = (-0.06 / 0.22, 0.01 / 0.22)
+    """Centre of the patch of table seen, from the TCP (x, y), per metre of TCP height: the camera sits 4.5 cm along
+    +x on the palm and looks back under the fingers (-0.06, 0.01 at 0.22 m). The spiral is centred on the view,
+    not on the TCP."""
     waypoint_tol_m: float = 0.01
     """A sweep waypoint is reached within this distance."""
+    first_look_height_m: float = 0.0
+    """A sphere never seen this episode is first looked for from this height above the middle of where spheres
+    spawn (at 0.11 m the camera sees about 0.2 m square, the whole spawn area, the sphere 5 px wide), then the spiral
+    at ``search_height_m``; 0: no first look."""
+    learner_sees: LearnerSees = "mask"
+    """When the learner counts as seeing the sphere (the expert then acts on its position, else RETURN / SEARCH):
+    "mask": its input mask has any pixel (a false detection alone counts); "sphere": its mask touches the sphere's
+    true pixels (a false detection alone is labelled as nothing seen)."""
 
     def __post_init__(self) -> None:
-        if self.sweep_spacing_m <= 0 or self.sweep_rings < 1:
-            raise ValueError(f"need sweep_spacing_m > 0 and sweep_rings >= 1, got {self.sweep_spacing_m}, "
-                             f"{self.sweep_rings}")
+        if self.learner_sees not in LEARNER_SEES:
+            raise ValueError(f"learner_sees must be one of {', '.join(LEARNER_SEES)}, got {self.learner_sees!r}")
+        if min(self.search_height_m, self.sweep_spacing_m) <= 0 or self.sweep_rings < 1 or self.first_look_height_m < 0:
+            raise ValueError(f"need search_height_m > 0, sweep_spacing_m > 0, sweep_rings >= 1 and "
+                             f"first_look_height_m >= 0, got {self.search_height_m}, {self.sweep_spacing_m}, "
+                             f"{self.sweep_rings}, {self.first_look_height_m}")
+
+    @property
+    def view_offset_m(self) -> tuple[float, float]:
+        return self.view_offset_at(self.search_height_m)
+
+    def view_offset_at(self, tcp_height_m: float) -> tuple[float, float]:
+        """Centre of the patch of table seen from ``tcp_height_m``, from the TCP (x, y)."""
+        return (self.view_offset_per_m[0] * tcp_height_m, self.view_offset_per_m[1] * tcp_height_m)
 
 
 def spiral_corners(rings: int) -> list[tuple[int, int]]:
@@ -233,14 +261,23 @@ class Expert:
         return points[keep]
 
     def _search_target(self, tcp: np.ndarray) -> np.ndarray:
-        """SEARCH: rise straight up to the search height, then sweep the waypoints (starting over at the end)."""
-        z = self.scene.table_height_m + self.search.search_height_m
-        if tcp[2] < z - self.search.waypoint_tol_m:
-            return np.array([tcp[0], tcp[1], z])
+        """SEARCH: rise straight up to the search height, then sweep the waypoints (starting over at the end). With
+        ``first_look_height_m``, a sphere never seen this episode is first looked for from that height above the
+        spiral's first waypoint (the middle of where spheres spawn), straight there."""
+        sc = self.search
         waypoints = self.search_waypoints()
         self.waypoint %= len(waypoints)
+        if sc.first_look_height_m > 0 and self.last_seen_world_m is None and self.waypoint == 0:
+            look = np.array([*(waypoints[0] + np.asarray(sc.view_offset_m) - np.asarray(sc.view_offset_at(
+                sc.first_look_height_m))), self.scene.table_height_m + sc.first_look_height_m])
+            if np.linalg.norm(look - tcp) >= sc.waypoint_tol_m:
+                return look
+            self.waypoint = 1 % len(waypoints)
+        z = self.scene.table_height_m + sc.search_height_m
+        if tcp[2] < z - sc.waypoint_tol_m:
+            return np.array([tcp[0], tcp[1], z])
         target = np.array([*waypoints[self.waypoint], z])
-        if np.linalg.norm(target - tcp) < self.search.waypoint_tol_m:
+        if np.linalg.norm(target - tcp) < sc.waypoint_tol_m:
             self.waypoint = (self.waypoint + 1) % len(waypoints)
             target = np.array([*waypoints[self.waypoint], z])
         return target

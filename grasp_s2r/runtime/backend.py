@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, Self
 
-from grasp_s2r.expert.fsm import ExpertConfig
+from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
 from grasp_s2r.runtime.backend_config import (  # noqa: F401 - re-exported: the public names
     BACKENDS,
     RAY_INSTALL_HINT,
@@ -43,15 +43,17 @@ class EpisodeRunner(Protocol):
 
 
 def open_runner(cfg: BackendConfig, env: EnvConfig, workers: int, expert: ExpertConfig | None = None,
-                torch_threads: int = 1, observable_expert: bool = False) -> EpisodeRunner:
+                torch_threads: int = 1, observable_expert: bool = False,
+                search: SearchConfig | None = None) -> EpisodeRunner:
     """An episode runner for ``cfg`` with ``workers`` env processes (in all, or per Ray actor); a context manager.
 
     ``torch_threads``: CPU threads of each Ray actor's models (the local runner's models are this process's).
-    ``observable_expert``: see :class:`RolloutPool`.
+    ``observable_expert``, ``search``: see :class:`RolloutPool`.
     """
     if cfg.backend == "local":
-        return RolloutPool(env, workers, expert, observable_expert)
+        return RolloutPool(env, workers, expert, observable_expert, search)
     from grasp_s2r.runtime.ray_backend import RayRunner
 
     return RayRunner(env, workers_per_actor=workers, expert_config=expert, address=cfg.ray_address,
-                     n_actors=cfg.ray_actors, torch_threads=torch_threads, observable_expert=observable_expert)
+                     n_actors=cfg.ray_actors, torch_threads=torch_threads, observable_expert=observable_expert,
+                     search=search)

@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from grasp_s2r.agent import learner_step, reads_gripper, reads_memory
 from grasp_s2r.control.memory import EpisodeMemory
-from grasp_s2r.expert.fsm import ExpertConfig
+from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
 from grasp_s2r.interrupts import children_ignore_interrupts
 from grasp_s2r.runtime.masks import MaskSource
 from grasp_s2r.runtime.records import (
@@ -83,14 +83,16 @@ class RolloutPool:
     """
 
     def __init__(self, env_config: EnvConfig, n_workers: int, expert_config: ExpertConfig | None = None,
-                 observable_expert: bool = False):
+                 observable_expert: bool = False, search: SearchConfig | None = None):
         """``observable_expert``: label states where the learner does not see the sphere as an agent without its
-        position would act (return to where it was seen, search; see ``_Labeller``); False: privileged labels."""
+        position would act (return to where it was seen, search; see ``_Labeller``); False: privileged labels.
+        ``search``: that agent's search (default :class:`SearchConfig`)."""
         if n_workers < 1:
             raise ValueError(f"n_workers must be positive, got {n_workers}")
         self.env_config = env_config
         self.expert_config = expert_config or ExpertConfig()
         self.observable_expert = observable_expert
+        self.search = search or SearchConfig()
         ctx = mp.get_context("spawn")
         self.conns, self.procs = [], []
         try:
@@ -99,7 +101,7 @@ class RolloutPool:
                     parent, child = ctx.Pipe()
                     proc = ctx.Process(target=worker_main, daemon=True,
                                        args=(child, env_config.to_dict(), dataclasses.asdict(self.expert_config),
-                                             observable_expert))
+                                             observable_expert, dataclasses.asdict(self.search)))
                     proc.start()
                     child.close()
                     self.conns.append(parent)
@@ -191,7 +193,8 @@ class RolloutPool:
                 if max_blind_steps is not None and ep.blind_steps > max_blind_steps:
                     stopped.add(w)  # this state is neither labelled nor acted on
                     continue
-                saw = bool(input_masks[j].any())
+                saw = bool(input_masks[j].any() if self.search.learner_sees == "mask"
+                           else (input_masks[j] & o["sphere_mask"]).any())
                 if "action_unseen" in o and not saw:  # observable expert: the label of a state without the sphere
                     o["action"], o["phase"] = o["action_unseen"], o["phase_unseen"]
                 lrn = learner[j] if ep.request.actor.queries_learner else None

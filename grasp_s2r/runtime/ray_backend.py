@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from tqdm import tqdm
 
-from grasp_s2r.expert.fsm import ExpertConfig
+from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
 from grasp_s2r.runtime.backend_config import RAY_INSTALL_HINT, BackendUnavailable
 from grasp_s2r.runtime.masks import GroundTruthMasks, MaskSource
 from grasp_s2r.runtime.pool import RolloutPool
@@ -64,8 +64,9 @@ class _NodeRunner:
     """The Ray actor: one per node; a :class:`RolloutPool` and the models of the current run."""
 
     def __init__(self, env: dict[str, Any], expert: dict[str, Any], workers: int, torch_threads: int,
-                 observable_expert: bool):
-        self.pool = RolloutPool(EnvConfig.from_dict(env), workers, ExpertConfig(**expert), observable_expert)
+                 observable_expert: bool, search: dict[str, Any]):
+        self.pool = RolloutPool(EnvConfig.from_dict(env), workers, ExpertConfig(**expert), observable_expert,
+                                SearchConfig(**search))
         self.torch_threads = torch_threads
         self._cache: dict[str, Any] = {}
 
@@ -112,9 +113,11 @@ class RayRunner:
     """Episode runner on Ray actors (see the module docstring); a context manager like :class:`RolloutPool`."""
 
     def __init__(self, env_config: EnvConfig, workers_per_actor: int = 1, expert_config: ExpertConfig | None = None,
-                 address: str = "", n_actors: int = 0, torch_threads: int = 1, observable_expert: bool = False):
+                 address: str = "", n_actors: int = 0, torch_threads: int = 1, observable_expert: bool = False,
+                 search: SearchConfig | None = None):
         self.ray = ray = import_ray()
         self.observable_expert = observable_expert
+        self.search = search or SearchConfig()
         self.env_config, self.workers_per_actor, self.torch_threads = env_config, workers_per_actor, torch_threads
         self.expert_config = expert_config or ExpertConfig()
         self._started = not ray.is_initialized()
@@ -146,7 +149,7 @@ class RayRunner:
 
         return self._actor_cls.options(scheduling_strategy="SPREAD").remote(
             self.env_config.to_dict(), dataclasses.asdict(self.expert_config), self.workers_per_actor,
-            self.torch_threads, self.observable_expert)
+            self.torch_threads, self.observable_expert, dataclasses.asdict(self.search))
 
     def actor_pids(self) -> list[int]:
         return self.ray.get([a.pid.remote() for a in self.actors])

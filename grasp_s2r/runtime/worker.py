@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from grasp_s2r.expert.fsm import Expert, ExpertConfig
+from grasp_s2r.expert.fsm import Expert, ExpertConfig, SearchConfig
 from grasp_s2r.interrupts import ignore_interrupts_in_child
 from grasp_s2r.runtime.conditions import Condition, EpisodeHooks
 from grasp_s2r.runtime.records import HOOK_STREAM
@@ -78,7 +78,8 @@ class WorkerError(RuntimeError):
     """An env worker process failed (its traceback is the message) or died."""
 
 
-def worker_main(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any], observable: bool) -> None:
+def worker_main(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any], observable: bool,
+                search: dict[str, Any] | None = None) -> None:
     """Env worker loop: ("reset", seed, condition dict) | ("step", action, learner saw the sphere) | ("close",).
 
     Ctrl-C (or a SIGTERM) reaches the whole process group: the worker ignores both and leaves when the
@@ -90,7 +91,8 @@ def worker_main(conn: Any, env_config: dict[str, Any], expert_config: dict[str, 
     hooks: EpisodeHooks | None = None
     try:
         env = GraspEnv(EnvConfig.from_dict(env_config))
-        labeller = _Labeller(Expert(env.config.scene, ExpertConfig(**expert_config)), observable)
+        labeller = _Labeller(Expert(env.config.scene, ExpertConfig(**expert_config),
+                                    SearchConfig(**(search or {}))), observable)
         while True:
             try:
                 msg = conn.recv()
