@@ -49,7 +49,7 @@ SEARCHES = {
 
 def display_path(path: str) -> str:
     """``path`` relative to the repository where it lies inside it."""
-    p = Path(path).resolve()
+    p = Path(path).absolute()
     return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else path
 
 

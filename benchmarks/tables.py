@@ -54,6 +54,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "unseen_tables": training.unseen_tables_table,
     "sphere_context": training.sphere_context_table,
     "error_budget": training.error_budget_table,
+    "search_recipe": training.search_recipe_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")

@@ -59,6 +59,8 @@ COMMANDS = {
     "ablate_vision-relocate": "python benchmarks/ablate_vision.py --out runs/relocate --steps 3000 --lr 3e-4 "
                               "--parallel 1 --amp on --corpus CORPUS --arms ARMS "
                               "--json benchmarks/results/ablate_vision-relocate.json",
+    "search_recipe": "python benchmarks/search_recipe.py --photos CORPUS/mate-backgrounds --controllers CONTROLLERS "
+                     "--save",
     "compare_gripper_input-gt": "python benchmarks/compare_gripper_input.py --masks gt --save",
     **{f"bench_expert_search-{s}": f"python benchmarks/bench_expert_search.py --scenario {s} --episodes {n} --save"
        for s, n in (("nominal", 1000), ("teleport", 500), ("start-out-of-view", 500))},

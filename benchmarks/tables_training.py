@@ -314,3 +314,20 @@ def error_budget_table(d: Path) -> str:
             "of a segmenter's own masks: in view = frames showing the sphere, found = share where the mask touches "
             "it, false blob = share of all frames with 3 or more mask pixels elsewhere, width = the sphere's median "
             "width. " + " ".join(provenance(name, res) for name, res in loaded))
+
+
+def search_recipe_table(d: Path) -> str:
+    """``search_recipe``: the observable expert acting on the segmenter's masks with each search, then the shipped
+    controller and controllers trained to imitate a search, on the same validation episodes."""
+    res = load("search_recipe", d)
+    if res is None:
+        return not_measured("search_recipe")
+    f = res["figures"]
+    rows = [(f"{'expert' if r['agent'] == 'expert' else 'controller'}: "
+             f"{r['name'] if r['agent'] == 'expert' else '`' + r['name'] + '`'}",
+             *(rate_ci({"success_rate": v["successes"] / v["episodes"], **v}) for v in r["conditions"].values()))
+            for r in f["rows"]]
+    return (md_table(("agent", *(f"`{c}`" for c in f["conditions"])), rows)
+            + f"\n\nSuccess in % (95 % CI), {f['episodes']} validation episodes a condition (`{f['photos']}` as the "
+            f"table of `{UNSEEN}`, the training photos elsewhere), the shipped segmenter's masks. The expert counts the "
+            "sphere as seen where the mask touches it. " + provenance("search_recipe", res))

@@ -262,14 +262,14 @@ class Expert:
 
     def _search_target(self, tcp: np.ndarray) -> np.ndarray:
         """SEARCH: rise straight up to the search height, then sweep the waypoints (starting over at the end). With
-        ``first_look_height_m``, a sphere never seen this episode is first looked for from that height above the
-        spiral's first waypoint (the middle of where spheres spawn), straight there."""
+        ``first_look_height_m``, a sphere never seen this episode is first looked for from that height, straight there,
+        with the camera's view centred on the middle of where spheres spawn."""
         sc = self.search
         waypoints = self.search_waypoints()
         self.waypoint %= len(waypoints)
         if sc.first_look_height_m > 0 and self.last_seen_world_m is None and self.waypoint == 0:
-            look = np.array([*(waypoints[0] + np.asarray(sc.view_offset_m) - np.asarray(sc.view_offset_at(
-                sc.first_look_height_m))), self.scene.table_height_m + sc.first_look_height_m])
+            look_xy = np.asarray(self.scene.spawn_center_world_m) - np.asarray(sc.view_offset_at(sc.first_look_height_m))
+            look = np.array([*look_xy, self.scene.table_height_m + sc.first_look_height_m])
             if np.linalg.norm(look - tcp) >= sc.waypoint_tol_m:
                 return look
             self.waypoint = 1 % len(waypoints)
