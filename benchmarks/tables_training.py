@@ -323,8 +323,7 @@ def search_recipe_table(d: Path) -> str:
     if res is None:
         return not_measured("search_recipe")
     f = res["figures"]
-    rows = [(f"{'expert' if r['agent'] == 'expert' else 'controller'}: "
-             f"{r['name'] if r['agent'] == 'expert' else '`' + r['name'] + '`'}",
+    rows = [(f"expert: {r['name']}" if r["agent"] == "expert" else f"controller: `{r['name']}`",
              *(rate_ci({"success_rate": v["successes"] / v["episodes"], **v}) for v in r["conditions"].values()))
             for r in f["rows"]]
     return (md_table(("agent", *(f"`{c}`" for c in f["conditions"])), rows)
