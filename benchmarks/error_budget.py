@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from results_io import add_json_argument, write_results
 from sphere_context import hits
-from validation import UNSEEN_TABLE, VALIDATION_BASE, validation_condition
+from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation_condition
 
 from grasp_s2r.agent import SegmenterMasks, default_controller_path
 from grasp_s2r.control.policy import Policy
@@ -40,7 +40,7 @@ from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
 from grasp_s2r.sim.env import PROPRIO_NAMES
-from grasp_s2r.stats import format_rate, wilson_interval
+from grasp_s2r.stats import format_rate
 from grasp_s2r.vision.evaluation.metrics import mask_width_px
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 
@@ -129,10 +129,8 @@ def main() -> int:
         for name, source in sources.items():
             recs = pool.run(requests, policy, source, record=lambda i, keep=name == "segmenter": keep,
                             on_episode=log if name == "segmenter" else None, progress=True, desc=name)
-            k = sum(r.success for r in recs)
-            lo, hi = wilson_interval(k, len(recs))
-            rows[name] = {"successes": k, "episodes": len(recs), "ci_low": lo, "ci_high": hi}
-            print(f"{name:16s} {format_rate(k, len(recs))}", flush=True)
+            rows[name] = success_counts(recs)
+            print(f"{name:16s} {format_rate(rows[name]['successes'], len(recs))}", flush=True)
     heights = log.by_height()
     for h in heights:
         print(f"{h['height_cm'][0]:>2}-{h['height_cm'][1]:<2} cm  " + "  ".join(

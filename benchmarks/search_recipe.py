@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 from results_io import REPO, add_json_argument, write_results
-from validation import UNSEEN_TABLE, VALIDATION_BASE, validation_condition
+from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation_condition
 
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control.policy import Policy
@@ -35,7 +35,7 @@ from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EXPERT, LEARNER, EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
-from grasp_s2r.stats import format_rate, wilson_interval
+from grasp_s2r.stats import format_rate
 
 SEARCHES = {
     "search at 0.22 m (the recipe's)": {},
@@ -51,12 +51,6 @@ def display_path(path: str) -> str:
     """``path`` relative to the repository where it lies inside it."""
     p = Path(path).absolute()
     return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else path
-
-
-def _rate(records) -> dict:
-    k, n = sum(r.success for r in records), len(records)
-    lo, hi = wilson_interval(k, n)
-    return {"successes": k, "episodes": n, "ci_low": lo, "ci_high": hi}
 
 
 def main() -> int:
@@ -85,7 +79,7 @@ def main() -> int:
                 for c in conditions for i in range(args.episodes)]
 
     def by_condition(records) -> dict:
-        return {c.name: _rate(records[k * args.episodes:(k + 1) * args.episodes]) for k, c in enumerate(conditions)}
+        return {c.name: success_counts(records[k * args.episodes:(k + 1) * args.episodes]) for k, c in enumerate(conditions)}
 
     rows = []
     for name, fields in SEARCHES.items():

@@ -42,6 +42,13 @@ def validation_condition(name: str, unseen_photos: str | None = None) -> Conditi
     return TRAIN_PHOTO_CONDITIONS[name]
 
 
+def success_counts(records) -> dict:
+    """{successes, episodes, ci_low, ci_high} (Wilson 95 %) of finished episodes' records."""
+    k, n = sum(r.success for r in records), len(records)
+    lo, hi = wilson_interval(k, n)
+    return {"successes": k, "episodes": n, "ci_low": lo, "ci_high": hi}
+
+
 def validate(pool: RolloutPool, policy, masks: MaskSource, conditions: Iterable[str], episodes: int,
              label: str = "", unseen_photos: str | None = None) -> dict[str, dict]:
     """Success of ``policy`` on ``episodes`` validation episodes of each named condition (keys of
@@ -51,8 +58,6 @@ def validate(pool: RolloutPool, policy, masks: MaskSource, conditions: Iterable[
     for name in conditions:
         cond = validation_condition(name, unseen_photos)
         requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(episodes)]
-        k = sum(r.success for r in pool.run(requests, policy, masks, record=lambda i: False, progress=False))
-        lo, hi = wilson_interval(k, episodes)
-        out[name] = {"successes": k, "episodes": episodes, "ci_low": lo, "ci_high": hi}
-        print(f"{label:24s} {name:22s} {format_rate(k, episodes)}", flush=True)
+        out[name] = success_counts(pool.run(requests, policy, masks, record=lambda i: False, progress=False))
+        print(f"{label:24s} {name:22s} {format_rate(out[name]['successes'], episodes)}", flush=True)
     return out
