@@ -121,8 +121,9 @@ def pct(rate: float) -> str:
 
 
 def rate_ci(r: dict[str, Any]) -> str:
-    """``98.0 % (95.0-99.2)`` from an eval condition's success_rate, ci_low, ci_high."""
-    return f"{pct(r['success_rate'])} % ({pct(r['ci_low'])}-{pct(r['ci_high'])})"
+    """``98.0 % (95.0-99.2)`` from an eval condition's success_rate (or successes and episodes), ci_low, ci_high."""
+    rate = r["success_rate"] if "success_rate" in r else r["successes"] / r["episodes"]
+    return f"{pct(rate)} % ({pct(r['ci_low'])}-{pct(r['ci_high'])})"
 
 
 def _eval_order(conditions: dict[str, Any]) -> list[str]:

@@ -247,7 +247,7 @@ def unseen_tables_table(d: Path) -> str:
         return f"{r['predict_ms'] / r['shipped_64px_ms']:.2f}x" if "predict_ms" in r else "-"
 
     rows = [(f"`{label}`", cell(r["far"]), cell(r["all"]),
-             rate_ci({"success_rate": r[UNSEEN]["successes"] / r[UNSEEN]["episodes"], **r[UNSEEN]}) if UNSEEN in r
+             rate_ci(r[UNSEEN]) if UNSEEN in r
              else "-", cost(r)) for label, r in rows_by_label.items()]
     table = md_table(("segmenter (+ controller, where not the shipped one)",
                       "far views: P / R / found / false det.", "all heights", "table-photo-unseen",
@@ -293,8 +293,7 @@ def error_budget_table(d: Path) -> str:
     runs = [res["figures"] for _, res in loaded]
     labels = [f"`{f['vision']}`{camera_label(f['camera_px'])}" for f in runs]
     masks = list(runs[0]["rows"])
-    rows = [(f"`{m}`", *(rate_ci({"success_rate": f["rows"][m]["successes"] / f["rows"][m]["episodes"],
-                                  **f["rows"][m]}) for f in runs)) for m in masks]
+    rows = [(f"`{m}`", *(rate_ci(f["rows"][m]) for f in runs)) for m in masks]
     parts = [md_table(("masks the shipped controller runs on", *(f"segmenter {label}" for label in labels)), rows)]
 
     def cell(r: dict) -> str:
@@ -324,7 +323,7 @@ def search_recipe_table(d: Path) -> str:
         return not_measured("search_recipe")
     f = res["figures"]
     rows = [(f"expert: {r['name']}" if r["agent"] == "expert" else f"controller: `{r['name']}`",
-             *(rate_ci({"success_rate": v["successes"] / v["episodes"], **v}) for v in r["conditions"].values()))
+             *(rate_ci(v) for v in r["conditions"].values()))
             for r in f["rows"]]
     return (md_table(("agent", *(f"`{c}`" for c in f["conditions"])), rows)
             + f"\n\nSuccess in % (95 % CI), {f['episodes']} validation episodes a condition (`{f['photos']}` as the "
