@@ -237,7 +237,11 @@ def unseen_tables_table(d: Path) -> str:
     if not loaded:
         return not_measured("unseen_tables")
     f = loaded[0][1]["figures"]
-    rows_by_label = {label + camera_label(res["figures"].get("camera_px", 64)): r
+    def tables(res: dict) -> str:  # runs on other photos than the first's say so
+        photos = res["figures"]["photos"]
+        return "" if photos == f["photos"] else f" on the {photos} photos" if photos == "train" else f" on {photos}"
+
+    rows_by_label = {label + camera_label(res["figures"].get("camera_px", 64)) + tables(res): r
                      for _, res in loaded for label, r in res["figures"]["rows"].items()}
 
     def cell(m: dict) -> str:

@@ -22,6 +22,8 @@ Each row also times its segmenter on the camera's frames (``Segmenter.predict``,
 row's cost against today's, fit to compare on a shared machine.
 
 The photos must be ones no checkpoint trained on, and not the held-out ones (those only report, ``bench_eval.py``).
+``--photos train`` takes the embedded training photos instead: the same figures on tables the segmenters trained on,
+the reference that says how much of the gap is the photos being new.
 Writes ``runs/benchmarks/unseen_tables.json`` (``--save``: ``benchmarks/results/``).
 """
 
@@ -77,7 +79,9 @@ def photo_table_views(photos: list[np.ndarray], view: ViewConfig, base: int, n: 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("checkpoints", nargs="*", type=Path, help="segmenter checkpoints to compare with the shipped one")
-    p.add_argument("--photos", type=Path, required=True, help="a folder of validation photos no checkpoint trained on")
+    p.add_argument("--photos", type=Path, required=True,
+                   help="a folder of validation photos no checkpoint trained on ('train': the embedded training "
+                   "photos, for reference)")
     p.add_argument("--controllers", default="",
                    help="comma-separated controller checkpoints, one a segmenter (default: the shipped controller)")
     p.add_argument("--views", type=int, default=400, help="sim views per set (default 400)")
@@ -90,8 +94,8 @@ def main() -> int:
     args = p.parse_args()
     if args.camera_px < 16 or args.camera_px % 8:
         sys.exit(f"unseen_tables: --camera-px must be a multiple of 8, at least 16, got {args.camera_px}")
-    if not args.photos.is_dir():
-        sys.exit(f"unseen_tables: --photos {args.photos} is not a folder")
+    if str(args.photos) != "train" and not args.photos.is_dir():
+        sys.exit(f"unseen_tables: --photos {args.photos} is not a folder (nor 'train', the embedded training photos)")
     missing = [str(c) for c in args.checkpoints if not c.is_file()]
     if missing:
         sys.exit(f"unseen_tables: no such checkpoint: {', '.join(missing)}")

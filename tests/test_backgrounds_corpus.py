@@ -191,3 +191,64 @@ def test_missing_deb_and_missing_apt_give_one_line(debs, tmp_path, capsys, monke
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "apt-get not found" in err and "--debs DIR" in err
     assert not out.exists() and not list(tmp_path.glob(".out.partial-*"))
+
+
+def test_textures_packed_in_a_zip_of_a_package(tmp_path):
+    """A package whose textures lie in a zip of its data tree (0 A.D.'s public.zip), some DirectDraw (.dds): the
+    allowlist's ``archive`` names the zip, the files are read out of it, decoded and licensed as the zip."""
+    import io
+    import zipfile
+
+    from PIL import Image
+
+    rng = np.random.default_rng(1)
+    dds_rgb = rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as z:
+        buf = io.BytesIO()
+        Image.fromarray(dds_rgb).save(buf, format="DDS")  # uncompressed RGB: decoded back exactly
+        z.writestr("art/terrain/sand_01.png.cached.dds", buf.getvalue())
+        z.writestr("art/terrain/rock.png", cv2.imencode(".png", np.full((50, 50, 3), 90, np.uint8))[1].tobytes())
+        z.writestr("art/terrain/bad.dds", b"not a texture")
+    tree = tmp_path / "tree"
+    (tree / "DEBIAN").mkdir(parents=True)
+    (tree / "DEBIAN" / "control").write_text("Package: game-data\nVersion: 2.0-1\nArchitecture: all\n"
+                                             "Maintainer: test <t@example.org>\nDescription: packed textures\n")
+    (tree / "usr/share/games/g").mkdir(parents=True)
+    (tree / "usr/share/games/g/public.zip").write_bytes(packed.getvalue())
+    (tree / "usr/share/doc/game-data").mkdir(parents=True)
+    (tree / "usr/share/doc/game-data/copyright").write_text(COPYRIGHT.replace("CC0-1.0", "CC-BY-SA-3.0"))
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    subprocess.run(["dpkg-deb", "-Zxz", "--root-owner-group", "--build", str(tree), str(debs / "game-data_2.0-1_all.deb")],
+                   check=True, capture_output=True)
+
+    def build(files, out, allowlists="{}"):
+        allow = tmp_path / f"{out}.json"
+        allow.write_text(json.dumps({"sources": [{"package": "game-data", "kind": "deb", "root": "art/terrain",
+                                                  "archive": "usr/share/games/g/public.zip", "files": files,
+                                                  "note": "test"}]}))
+        return main(["backgrounds", "--out", str(tmp_path / out), "--debs", str(debs), "--allowlist",
+                     allowlists.format(allow), "--packages", "game-data", "--cache", str(tmp_path / "cache"),
+                     "--format", "png", "--no-progress"])
+
+    assert build(["sand_01.png.cached.dds", "rock.png"], "corpus", "curated,{}") == 0  # joined to the curated one
+    manifest = json.loads((tmp_path / "corpus" / "manifest.json").read_text())
+    assert manifest["config"]["allowlist"].startswith("curated ") and manifest["config"]["allowlist"].count("sha256") == 2
+    rows = {r["file"]: r for r in manifest["images"]}
+    assert set(rows) == {"game-data/sand_01.png", "game-data/rock.png"}
+    assert rows["game-data/sand_01.png"]["license"].startswith("CC-BY-SA-3.0")
+    assert (rows["game-data/sand_01.png"]["width"], rows["game-data/sand_01.png"]["height"]) == (96, 64)
+    written = cv2.imread(str(tmp_path / "corpus" / "game-data" / "sand_01.png"))[:, :, ::-1]
+    np.testing.assert_array_equal(written, dds_rgb)
+    assert build(["bad.dds"], "broken") == 2  # an unreadable texture is refused, no corpus left behind
+    assert not (tmp_path / "broken").exists()
+    assert build(["rock.png"], "twice", "{0},{0}") == 2  # a package in two allowlists: which files?
+    assert not (tmp_path / "twice").exists()
+    bad = tmp_path / "pypi.json"
+    bad.write_text(json.dumps({"sources": [{"package": "x", "kind": "pypi", "root": "a", "archive": "b.zip",
+                                            "files": ["c.png"]}]}))
+    from grasp_s2r.vision.images.corpus_sources import AllowlistError
+
+    with pytest.raises(AllowlistError, match="Debian packages only"):
+        read_allowlist(bad)

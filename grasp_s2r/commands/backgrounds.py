@@ -22,9 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where downloaded packages are kept (default: ~/.cache/grasp_s2r/backgrounds)")
     parser.add_argument("--packages", type=comma_list, default=(), metavar="P,...",
                         help="only these packages of the allowlist (default: all)")
-    parser.add_argument("--allowlist", type=Path, default=None, metavar="FILE",
-                        help="your own allowlist (JSON: {\"sources\": [{package, kind, root, files}]}) instead of "
-                             "the curated one")
+    parser.add_argument("--allowlist", type=comma_list, default=("curated",), metavar="FILE,...",
+                        help="your own allowlist (JSON: {\"sources\": [{package, kind, root, files[, archive]}]}) "
+                             "instead of the curated one; several are joined, 'curated' names the curated one "
+                             "(default: curated)")
     parser.add_argument("--format", choices=("jpg", "png"), default="jpg", help="image files written (default: jpg)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -41,10 +42,15 @@ def run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     try:
-        allowlist = args.allowlist or CURATED_ALLOWLIST
-        sources = select_sources(read_allowlist(allowlist), tuple(args.packages))
+        files = [CURATED_ALLOWLIST if name == "curated" else Path(name) for name in args.allowlist]
+        listed = [source for f in files for source in read_allowlist(f)]
+        twice = sorted({s.package for s in listed if sum(t.package == s.package for t in listed) > 1})
+        if twice:
+            raise AllowlistError(f"{', '.join(twice)} listed in more than one allowlist")
+        sources = select_sources(tuple(listed), tuple(args.packages))
         config = {"packages": [s.package for s in sources],
-                  "allowlist": f"{'curated ' if args.allowlist is None else ''}{allowlist} sha256 {sha256_of(allowlist)}",
+                  "allowlist": "; ".join(f"{'curated ' if f == CURATED_ALLOWLIST else ''}{f} sha256 {sha256_of(f)}"
+                                         for f in files),
                   "debs": str(args.debs) if args.debs else None}
         manifest = build_corpus(args.out, sources, debs_dir=args.debs, cache_dir=args.cache or default_cache(),
                                 image_format=args.format, config=config, progress=not args.no_progress)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import os
 import shutil
 import struct
@@ -75,6 +76,13 @@ def decode_image(path: str, data: bytes) -> tuple[np.ndarray, tuple[int, int]]:
     MAX_PHOTO_SIDE_PX, the source's (height, width))."""
     if path.endswith(".pat"):
         rgb = decode_gimp_pattern(data)
+    elif path.endswith(".dds"):  # DirectDraw Surface (DXT-compressed game textures): OpenCV does not read it
+        from PIL import Image, UnidentifiedImageError
+
+        try:
+            rgb = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+        except (UnidentifiedImageError, OSError, NotImplementedError) as e:
+            raise ValueError(f"unreadable DDS texture ({e})") from None
     else:
         bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
         if bgr is None:
@@ -99,13 +107,14 @@ def looks_heldout(img: np.ndarray, thumbs: list[np.ndarray]) -> bool:
 
 def _out_name(source: Source, path: str, suffix: str) -> str:
     rel = path[len(source.root) + 1:] if path.startswith(source.root + "/") else path
+    rel = rel.removesuffix(".cached.dds")  # 0 A.D.'s converted textures: name.png.cached.dds -> name
     return f"{source.package}/{Path(rel).with_suffix('').as_posix().replace('/', '__').replace(' ', '_')}.{suffix}"
 
 
 def _read_package(source: Source, debs_dir: Path | None, cache_dir: Path) -> Package:
     if source.kind == "pypi":
         return read_pypi(source.package, source.paths(), cache_dir)
-    pkg = read_deb(deb_file(source.package, debs_dir, cache_dir), source.paths())
+    pkg = read_deb(deb_file(source.package, debs_dir, cache_dir), source.paths(), source.archive, cache_dir)
     if pkg.name != source.package:
         raise CorpusError(f"{pkg.archive} holds package {pkg.name}, not {source.package}")
     return pkg

@@ -119,8 +119,13 @@ def deb_control(path: Path) -> dict[str, str]:
     raise CorpusError(f"{path}: no control file")
 
 
-def read_deb(path: Path, wanted: tuple[str, ...]) -> Package:
-    """The files ``wanted`` (paths in the data tree) and the copyright file of the .deb at ``path``."""
+def read_deb(path: Path, wanted: tuple[str, ...], archive: str = "", cache_dir: Path | None = None) -> Package:
+    """The files ``wanted`` (paths in the data tree) and the copyright file of the .deb at ``path``.
+
+    ``archive``: a zip file of the data tree (a game's packed assets) that holds the ``wanted`` paths instead; it is
+    unpacked once into ``cache_dir`` (it may be gigabytes) and the files read out of it. Their license is the one
+    the copyright file gives the archive.
+    """
     control = deb_control(path)
     name = control.get("Package", "")
     check_not_reserved(name, f"{path.name}'s control file")
@@ -128,15 +133,30 @@ def read_deb(path: Path, wanted: tuple[str, ...]) -> Package:
     copyright_path = f"usr/share/doc/{name}/copyright"
     pkg = Package(name, control.get("Version", ""), "deb", str(path), sha256_of(path))
     copyright_text = ""
+    spooled = None if not archive else Path(cache_dir or ".") / "archives" / path.stem / Path(archive).name
     for p, member, tar in _members(path, "data"):
-        if p in wanted and member.isfile():
+        if p == archive and member.isfile() and spooled is not None:
+            if not spooled.is_file() or spooled.stat().st_size != member.size:
+                spooled.parent.mkdir(parents=True, exist_ok=True)
+                partial = spooled.with_name(spooled.name + ".partial")
+                with tar.extractfile(member) as src, open(partial, "wb") as dst:  # type: ignore[union-attr]
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                partial.replace(spooled)
+        elif p in wanted and member.isfile() and not archive:
             pkg.files[p] = _read(tar, member)
         elif p == copyright_path and member.isfile():
             copyright_text = _read(tar, member).decode("utf-8", "replace")
         elif p == copyright_path and member.issym():
             copyright_text = f"Files: *\nLicense: see {member.linkname}\n"
+    if spooled is not None:
+        if not spooled.is_file():
+            raise CorpusError(f"{path.name} has no {archive}")
+        with zipfile.ZipFile(spooled) as z:
+            inside = set(z.namelist())
+            pkg.files = {p: z.read(p) for p in wanted if p in inside}
     for p in pkg.files:
-        pkg.licenses[p] = dep5_license(copyright_text, p) if copyright_text else "unknown: no copyright file"
+        where = archive or p
+        pkg.licenses[p] = dep5_license(copyright_text, where) if copyright_text else "unknown: no copyright file"
     return pkg
 
 

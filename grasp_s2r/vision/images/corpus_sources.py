@@ -51,6 +51,9 @@ class Source:
     """What the package holds and why the rest stays out."""
     license: str = ""
     """Set only where the package's own license text names the files' license apart from its copyright file."""
+    archive: str = ""
+    """A zip file in the package's data tree that holds ``root`` (0 A.D.'s packed assets); empty: ``root`` lies in
+    the data tree itself (Debian packages only)."""
 
     def paths(self) -> tuple[str, ...]:
         return tuple(f"{self.root}/{f}" for f in self.files)
@@ -62,7 +65,7 @@ def read_allowlist(path: Path = CURATED_ALLOWLIST) -> tuple[Source, ...]:
     try:
         blob = json.loads(Path(path).read_text())
         sources = tuple(Source(s["package"], s["kind"], s["root"].strip("/"), tuple(s["files"]), s.get("note", ""),
-                               s.get("license", "")) for s in blob["sources"])
+                               s.get("license", ""), s.get("archive", "").strip("/")) for s in blob["sources"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise AllowlistError(f"allowlist {path}: not a JSON allowlist ({e})") from None
     for s in sources:
@@ -70,4 +73,6 @@ def read_allowlist(path: Path = CURATED_ALLOWLIST) -> tuple[Source, ...]:
             raise AllowlistError(f"allowlist {path}: {s.package}: kind must be one of {', '.join(KINDS)}, "
                                  f"got {s.kind!r}")
         check_not_reserved(s.package, f"in the allowlist {path}")
+        if s.archive and s.kind != "deb":
+            raise AllowlistError(f"allowlist {path}: {s.package}: an archive is read out of Debian packages only")
     return sources
