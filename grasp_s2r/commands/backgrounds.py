@@ -43,11 +43,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         files = [CURATED_ALLOWLIST if name == "curated" else Path(name) for name in args.allowlist]
-        listed = [source for f in files for source in read_allowlist(f)]
-        twice = sorted({s.package for s in listed if sum(t.package == s.package for t in listed) > 1})
-        if twice:
-            raise AllowlistError(f"{', '.join(twice)} listed in more than one allowlist")
-        sources = select_sources(tuple(listed), tuple(args.packages))
+        sources = select_sources(tuple(s for f in files for s in read_allowlist(f)), tuple(args.packages))
         config = {"packages": [s.package for s in sources],
                   "allowlist": "; ".join(f"{'curated ' if f == CURATED_ALLOWLIST else ''}{f} sha256 {sha256_of(f)}"
                                          for f in files),

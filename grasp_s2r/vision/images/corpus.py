@@ -13,6 +13,7 @@ embedded held-out photos is left out (the held-out photos stay held out).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import io
@@ -52,9 +53,13 @@ def default_cache() -> Path:
 
 
 def select_sources(sources: tuple[Source, ...], packages: tuple[str, ...] = ()) -> tuple[Source, ...]:
-    """``sources`` restricted to ``packages`` (all when empty); every name asked for is checked not reserved."""
+    """``sources`` restricted to ``packages`` (all when empty); every name asked for is checked not reserved, and a
+    package listed twice (in one allowlist or in two joined ones) is refused: which of its file lists would hold?"""
     for name in packages:
         check_not_reserved(name, "asked for")
+    twice = sorted(name for name, n in collections.Counter(s.package for s in sources).items() if n > 1)
+    if twice:
+        raise CorpusError(f"{', '.join(twice)} listed more than once in the allowlists")
     known = {s.package for s in sources}
     unknown = [p for p in packages if p not in known]
     if unknown:

@@ -133,22 +133,20 @@ def read_deb(path: Path, wanted: tuple[str, ...], archive: str = "", cache_dir: 
     copyright_path = f"usr/share/doc/{name}/copyright"
     pkg = Package(name, control.get("Version", ""), "deb", str(path), sha256_of(path))
     copyright_text = ""
-    spooled = None if not archive else Path(cache_dir or ".") / "archives" / path.stem / Path(archive).name
+    if archive and cache_dir is None:
+        raise ValueError("reading an archive of a package needs a cache_dir to unpack it into")
+    spooled = Path(cache_dir or ".") / "archives" / path.stem / Path(archive).name
     for p, member, tar in _members(path, "data"):
-        if p == archive and member.isfile() and spooled is not None:
+        if archive and p == archive and member.isfile():
             if not spooled.is_file() or spooled.stat().st_size != member.size:
-                spooled.parent.mkdir(parents=True, exist_ok=True)
-                partial = spooled.with_name(spooled.name + ".partial")
-                with tar.extractfile(member) as src, open(partial, "wb") as dst:  # type: ignore[union-attr]
-                    shutil.copyfileobj(src, dst, 1 << 20)
-                partial.replace(spooled)
-        elif p in wanted and member.isfile() and not archive:
+                _spool(tar, member, spooled)
+        elif not archive and p in wanted and member.isfile():
             pkg.files[p] = _read(tar, member)
         elif p == copyright_path and member.isfile():
             copyright_text = _read(tar, member).decode("utf-8", "replace")
         elif p == copyright_path and member.issym():
             copyright_text = f"Files: *\nLicense: see {member.linkname}\n"
-    if spooled is not None:
+    if archive:
         if not spooled.is_file():
             raise CorpusError(f"{path.name} has no {archive}")
         with zipfile.ZipFile(spooled) as z:
@@ -158,6 +156,15 @@ def read_deb(path: Path, wanted: tuple[str, ...], archive: str = "", cache_dir: 
         where = archive or p
         pkg.licenses[p] = dep5_license(copyright_text, where) if copyright_text else "unknown: no copyright file"
     return pkg
+
+
+def _spool(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> None:
+    """Stream a (possibly gigabytes large) member to ``target``, whole or not at all."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    with tar.extractfile(member) as src, open(partial, "wb") as dst:  # type: ignore[union-attr]
+        shutil.copyfileobj(src, dst, 1 << 20)
+    partial.replace(target)
 
 
 def dep5_license(copyright_text: str, path: str) -> str:
