@@ -53,6 +53,8 @@ COMMANDS = {
     "own_scene-validation-segmenter": "python benchmarks/own_scene.py CORPUS/mate-backgrounds --out "
                                       "runs/own_scene-val-seg --adapt-args '--segmenter-steps 1500' "
                                       "--json benchmarks/results/own_scene-validation-segmenter.json",
+    "own_scene-validation-adapt": "python benchmarks/own_scene.py CORPUS/mate-backgrounds --out runs/own_scene-val-adapt "
+                                  "--json benchmarks/results/own_scene-validation-adapt.json",
     "ablate_vision-look3000": "python benchmarks/ablate_vision.py --out runs/look3000 --steps 3000 --lr 3e-4 "
                               "--parallel 2 --amp on --corpus CORPUS --arms ARMS "
                               "--json benchmarks/results/ablate_vision-look3000.json",

@@ -5,7 +5,7 @@ shows other textures: where the segmenter fires on them, or misses the sphere on
 masks it never learned to handle. ``adapt`` trains the controller again by the shipped controller's recipe
 (:data:`~grasp_s2r.control.dagger_config.LOST_SPHERE_RECIPE`, DAgger over predicted masks), with its training
 episodes composited onto your photos and, in :attr:`AdaptConfig.table_photo_prob` of them, your photos as the
-table's texture; optionally (``segmenter_steps`` > 0) the shipped segmenter is first fine-tuned on composites over
+table's texture; first (``segmenter_steps`` > 0, the default) the shipped segmenter is fine-tuned on composites over
 your photos and the controller trained over its masks.
 
 What it writes (``OUT``): ``controller/policy.pt`` (the adapted controller; its run folder, curves included),
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,9 @@ ADAPT_EVAL_CONDITIONS = ("nominal", "start-out-of-view", "dropout", "dynamics-sh
 SEGMENTER_LR = 3e-4
 """Peak learning rate of the segmenter's fine-tuning (the pipeline's); whole images, as every fine-tune from the
 shipped weights (``SegmenterTrainConfig.crop_px``)."""
+SEGMENTER_FAR_VIEW_PROB = 0.3
+"""Share of the fine-tune's views from the heights an episode starts and searches at (the sphere 2-4 px wide, the
+most of your table in view; ``ViewConfig.far_view_prob``)."""
 
 
 @dataclass(frozen=True)
@@ -55,9 +58,10 @@ class AdaptConfig:
     """Training episodes per DAgger round."""
     eval_episodes: int = 40
     """Episodes per condition on which each round is measured (the best round is kept)."""
-    segmenter_steps: int = 0
-    """Fine-tune the shipped segmenter this many steps on composites over your photos first (0: keep it; measured:
-    it did not pay, docs/own-scene.md)."""
+    segmenter_steps: int = 4000
+    """Fine-tune the shipped segmenter this many steps on composites over your photos first (about 9 minutes on 2
+    cores; 0: keep it, the controller alone). Chosen on the validation set of docs/own-scene.md: the controller alone
+    +1 point of ``table-photo``, with 4000 steps on every photo and far views +6."""
     workers: int = 2
     """Environment processes."""
     seed: int = 0
@@ -112,13 +116,16 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
 
 def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
     """The segmenter's fine-tuning: the shipped weights, ``segmenter_steps`` steps at :data:`SEGMENTER_LR`, whole
-    images."""
+    images, on every one of your photos (none held out), with :data:`SEGMENTER_FAR_VIEW_PROB` of far views."""
+    from grasp_s2r.vision.images.dataset import TRAINING_DATA
     from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
     from grasp_s2r.vision.training.train import SegmenterTrainConfig
 
     every = max(1, min(500, cfg.segmenter_steps))
+    data = replace(TRAINING_DATA, view=replace(TRAINING_DATA.view, far_view_prob=SEGMENTER_FAR_VIEW_PROB))
     return SegmenterTrainConfig(steps=cfg.segmenter_steps, lr=SEGMENTER_LR, seed=cfg.seed, val_every=every,
-                                checkpoint_every=every, init_checkpoint=str(default_checkpoint_path()))
+                                checkpoint_every=every, init_checkpoint=str(default_checkpoint_path()),
+                                hold_out_photos=False, data=data)
 
 
 def _fine_tune_segmenter(cfg: AdaptConfig, photos: Path, out: Path, progress: bool) -> Path:

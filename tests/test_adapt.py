@@ -33,7 +33,7 @@ def test_adapt_trains_a_controller_on_the_scene_and_resumes(tmp_path):
     photos = _scene(tmp_path / "scene")
     out = tmp_path / "adapted"
     args = ("--photos", str(photos), "--out", str(out), "--rounds", "1", "--episodes-per-round", "2",
-            "--eval-episodes", "1", "--no-progress")
+            "--eval-episodes", "1", "--segmenter-steps", "0", "--no-progress")
     r = _adapt(*args)
     assert r.returncode == 0, r.stderr[-2000:]
     record = json.loads((out / "adapt.json").read_text())
@@ -77,3 +77,26 @@ def test_the_segmenter_fine_tune_starts_from_the_shipped_weights_on_whole_images
     train = segmenter_train_config(AdaptConfig(photos="x", segmenter_steps=1500, seed=3))
     assert train.init_checkpoint == str(default_checkpoint_path()) and train.crop_px == 0
     assert (train.steps, train.lr, train.seed, train.val_every) == (1500, SEGMENTER_LR, 3, 500)
+
+
+def test_the_segmenter_fine_tune_trains_on_every_photo_of_the_scene_with_far_views(tmp_path):
+    """A folder of your own photos keeps one in five out of training by file name (for ``eval-vision --split
+    heldout``); adapting to a scene trains on all of them (its test is other photos of the scene), and from the
+    heights an episode starts and searches at."""
+    import dataclasses
+
+    from grasp_s2r.adapt import SEGMENTER_FAR_VIEW_PROB
+    from grasp_s2r.vision.images.backgrounds import load_backgrounds, split_names
+    from grasp_s2r.vision.training.train import train
+
+    photos = _scene(tmp_path / "scene", n=8)  # wall-7.png is held out by its name's hash
+    assert split_names(photos)["heldout"] == ["wall-7.png"] and len(load_backgrounds("train", photos)) == 7
+    assert split_names(photos, hold_out=False)["train"] == sorted(p.name for p in photos.iterdir())
+    assert len(load_backgrounds("train", photos, hold_out=False)) == 8
+
+    cfg = segmenter_train_config(AdaptConfig(photos=str(photos), segmenter_steps=1))
+    assert cfg.hold_out_photos is False and cfg.data.view.far_view_prob == SEGMENTER_FAR_VIEW_PROB > 0
+    train(dataclasses.replace(cfg, val_images=4, batch_size=2), tmp_path / "seg", backgrounds_dir=photos,
+          progress=False)
+    split = json.loads((tmp_path / "seg" / "run.json").read_text())["identity"]["background_photos"]
+    assert len(split["train"]) == 8 and split["heldout"] == []

@@ -93,12 +93,14 @@ def _user_files(directory: Path) -> list[Path]:
     return files
 
 
-def split_names(directory: Path | None = None) -> dict[str, list[str]]:
+def split_names(directory: Path | None = None, hold_out: bool = True) -> dict[str, list[str]]:
     """The photo-level split, ``{"source": [..], "train": [names], "heldout": [names]}``, recorded in checkpoints.
 
     User folders: a photo is held out when a hash of its file name says so (stable when photos are
-    added); the first file (sorted) moves over if a split would otherwise be empty. A corpus folder (``grasp-s2r
-    backgrounds``): the embedded split with the corpus's files (``package/name.jpg``) added to ``train``.
+    added); the first file (sorted) moves over if a split would otherwise be empty; ``hold_out=False``: every photo
+    trains, none is held out (adapting to one scene, ``grasp-s2r adapt``: its photos are the scene, and it is tested
+    on other photos of it). A corpus folder (``grasp-s2r backgrounds``): the embedded split with the corpus's files
+    (``package/name.jpg``) added to ``train``; the embedded held-out photos are held out whatever ``hold_out`` says.
     """
     embedded = {"source": [EMBEDDED_SOURCE, MATPLOTLIB_SOURCE], "train": list(EMBEDDED_TRAIN),
                 "heldout": list(EMBEDDED_HELDOUT)}
@@ -109,6 +111,8 @@ def split_names(directory: Path | None = None) -> dict[str, list[str]]:
         corpus = f"{CORPUS_SOURCE} {Path(directory).resolve()} manifest sha256 {manifest_digest(directory)}"
         return {**embedded, "source": [*embedded["source"], corpus], "train": [*EMBEDDED_TRAIN, *files]}
     names = [p.name for p in _user_files(Path(directory))]
+    if not hold_out:
+        return {"source": [str(Path(directory).resolve())], "train": names, "heldout": []}
     heldout = [n for n in names if _is_heldout_file(n)]
     train = [n for n in names if not _is_heldout_file(n)]
     if not heldout:
@@ -132,11 +136,12 @@ def _load_user_photo(path: Path) -> np.ndarray:
     return _as_rgb_uint8(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
 
 
-def load_backgrounds(split: str, directory: Path | None = None) -> list[np.ndarray]:
-    """The photos of one split (``"train"`` or ``"heldout"``), each uint8 (H, W, 3), in :func:`split_names` order."""
+def load_backgrounds(split: str, directory: Path | None = None, hold_out: bool = True) -> list[np.ndarray]:
+    """The photos of one split (``"train"`` or ``"heldout"``), each uint8 (H, W, 3), in :func:`split_names` order
+    (``hold_out``: as there)."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    names = split_names(directory)[split]
+    names = split_names(directory, hold_out)[split]
     load: Callable[[str], np.ndarray]
     if directory is None:
         load = _embedded_photo

@@ -244,7 +244,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     if amp not in AMP_CHOICES:
         raise TrainError(f"amp must be one of {', '.join(AMP_CHOICES)}, got {amp!r}")
     latest = out_dir / "checkpoint-latest.pt"
-    split = split_names(backgrounds_dir)
+    split = split_names(backgrounds_dir, cfg.hold_out_photos)
     run_cfg = _run_config(cfg, split)
     if latest.exists() and not resume:
         raise TrainError(f"{out_dir} already holds a run; pass --resume to continue it or choose another --out")
@@ -306,7 +306,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     # the workers, started first so that they load while this process makes the fixed validation set (training
     # photos, other episode seeds)
     env_cfg = env_config_for(cfg.image_size_px)
-    train_photos = load_backgrounds("train", backgrounds_dir)
+    train_photos = load_backgrounds("train", backgrounds_dir, cfg.hold_out_photos)
     train_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="train",
                                  seed=cfg.seed, length=cfg.steps * cfg.batch_size)
     dataset = CropDataset(train_set, cfg.crop_config, crop_items=cfg.crop_steps * cfg.batch_size) \

@@ -87,6 +87,11 @@ class SegmenterTrainConfig:
     data: DataConfig = TRAINING_DATA
     """How composites are made: the background mixture, re-shading and distractors of ``TRAINING_DATA``
     (camouflage and recolouring: options, off by default, see docs/vision.md)."""
+    hold_out_photos: bool = True
+    """A folder of your own photos (``--backgrounds``) keeps about one in five of them out of training, by a hash of
+    its file name, for ``eval-vision --split heldout``; False:
+    every one trains (``grasp-s2r adapt``: the photos are the scene adapted to, tested on other photos of it). The
+    embedded held-out photos never train either way."""
     init_checkpoint: str = ""
     """Segmenter checkpoint whose weights start the run (fine-tuning); "" = random initial weights."""
     calibration_images: int = 0
