@@ -1,7 +1,7 @@
 """Benchmark: does adapting to your own scene pay? Each photo of a set is cut into a tuning part and a test part.
 
     python benchmarks/own_scene.py PHOTOS_DIR [PHOTOS_DIR ...] [--tune-share 0.6] [--episodes 100]
-        [--adapt-args "--segmenter-steps 1500"] [--out runs/own_scene] [--save]
+        [--adapt-args "--segmenter-steps 0"] [--out runs/own_scene] [--save]
 
 For every photo set (a folder of your photos of one scene; never the reserved KDE / Plasma wallpapers): the left
 ``--tune-share`` of each photo's width goes to ``OUT/<set>/tune/``, the rest to ``OUT/<set>/test/``, so the test
@@ -10,7 +10,8 @@ parts show the same scene as the tuning parts but never the same pixels. Then
 1. the shipped system (segmenter + controller, untouched) is evaluated on the test parts;
 2. ``grasp-s2r adapt --photos OUT/<set>/tune --out OUT/<set>/adapted`` runs, timed (the issue's budget: 15 minutes
    on 2 cores);
-3. the shipped controller over the adapted segmenter is evaluated on the same test parts, the same episodes
+3. the adapted controller over the adapted segmenter (the shipped one with ``--segmenter-steps 0``) is evaluated
+   on the same test parts, the same episodes
    (the episodes' seeds are the evaluation's: the two rows are paired).
 
 Conditions: ``table-photo`` (the test parts as the sim table's texture) and ``heldout-backgrounds`` (composited
