@@ -193,8 +193,9 @@ def own_scene_table(d: Path, names: tuple[str, ...] = ("own_scene",)) -> str:
                 diff, lo, hi = difference_interval(a["successes"], a["episodes"], s["successes"], s["episodes"])
                 rows.append((f"`{name}` ({r['n_photos']} photos)", f"`{how}`", c, rate_ci(s), rate_ci(a),
                              f"{100 * diff:+.1f} ({100 * lo:+.1f} to {100 * hi:+.1f})", f"{minutes:.1f}"))
-            frames += [f"`{name}`, {system}{f' (`{how}`)' if system.startswith('adapted') else ''}: found {m['found_below_6px']:.2f} (< 6 px) / {m['found_6px_and_over']:.2f} "
-                       f"(>= 6 px), false detections {m['false_detection_rate']:.2f} ({m['views']} views)"
+            frames += [f"`{name}`, {system}{f' (`{how}`)' if system.startswith('adapted') else ''}: found "
+                       f"{m['found_below_6px']:.2f} (< 6 px) / {m['found_6px_and_over']:.2f} (>= 6 px), false "
+                       f"detections {m['false_detection_rate']:.2f} ({m['views']} views)"
                        for system, m in r.get("frames", {}).items()]
     f = loaded[0][1]["figures"]
     return (md_table(("photo set", "adapt options", "condition", "shipped", "adapted", "difference, points",
