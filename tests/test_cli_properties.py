@@ -81,7 +81,8 @@ BASE = {  # a short run, whatever is drawn on top (argparse: the last value of a
     "export": "{ds} --format robomimic --out out.hdf5",
     "upgrade": "{ds} --out out",
     "backgrounds": "--out out --packages pybullet --no-progress",
-    "adapt": "--photos {photos} --out out --rounds 1 --episodes-per-round 1 --eval-episodes 1 --workers 1 --no-progress",
+    "adapt": "--photos {photos} --out out --rounds 1 --episodes-per-round 1 --eval-episodes 1 --workers 1 "
+             "--segmenter-steps 0 --no-progress",
 }
 EXAMPLES = {"collect": 12, "train-vision": 10, "eval-vision": 10, "calibrate-vision": 8, "train-gripper": 6, "dagger": 6,
             "eval": 10, "pipeline": 6, "export": 10, "upgrade": 6, "backgrounds": 6, "adapt": 3}
