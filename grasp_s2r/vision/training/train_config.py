@@ -89,9 +89,8 @@ class SegmenterTrainConfig:
     (camouflage and recolouring: options, off by default, see docs/vision.md)."""
     hold_out_photos: bool = True
     """A folder of your own photos (``--backgrounds``) keeps about one in five of them out of training, by a hash of
-    its file name, for ``eval-vision --split heldout``; False:
-    every one trains (``grasp-s2r adapt``: the photos are the scene adapted to, tested on other photos of it). The
-    embedded held-out photos never train either way."""
+    its file name, for ``eval-vision --split heldout``; False: every one trains (``grasp-s2r adapt``: the photos are
+    the scene adapted to, tested on other photos of it). The embedded held-out photos never train either way."""
     init_checkpoint: str = ""
     """Segmenter checkpoint whose weights start the run (fine-tuning); "" = random initial weights."""
     calibration_images: int = 0
