@@ -10,7 +10,8 @@ your photos and the controller trained over its masks.
 
 What it writes (``OUT``): ``controller/policy.pt`` (the adapted controller; its run folder, curves included),
 ``segmenter/model.pt`` when the segmenter is fine-tuned, and ``adapt.json`` (format version, config, the files
-to load, stage seconds). Use them with ``grasp-s2r eval --policy OUT/controller/policy.pt [--vision
+to load, stage seconds), and ``run.json`` (the adaptation's identity: re-running resumes it, other options are refused
+before any stage runs). Use them with ``grasp-s2r eval --policy OUT/controller/policy.pt [--vision
 OUT/segmenter/model.pt] --backgrounds YOUR_TEST_PHOTOS`` or ``GraspAgent.load(segmenter=..., controller=...)``.
 Re-running the same command resumes the stage it stopped in. What it buys is measured by
 ``benchmarks/own_scene.py`` (each photo of a set cut into a part to adapt on and a part to test on).
@@ -25,12 +26,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grasp_s2r import __version__
-from grasp_s2r.files import ArtifactFolder, atomic_write
+from grasp_s2r.files import ArtifactError, ArtifactFolder, atomic_write
+from grasp_s2r.run_record import RunRecord
 
 if TYPE_CHECKING:  # torch only when the segmenter is fine-tuned
     from grasp_s2r.vision.training.train import SegmenterTrainConfig
 
 ADAPT_FORMAT_VERSION = 1
+ADAPT_RUN_FORMAT = "grasp_s2r.adapt-run"
+RESUMABLE_FIELDS = ("out", "workers", "rounds", "photos")
+"""AdaptConfig fields outside an adaptation's identity (``run.json``): where it writes, how many processes, the
+DAgger rounds (which may grow on resume, as ``dagger``'s), and the photos as given (the identity holds their
+resolved path)."""
+RESUME_HINT = "re-run it with the options that made it, or choose another --out"
 ADAPT_EVAL_CONDITIONS = ("nominal", "start-out-of-view", "dropout", "dynamics-shift", "perturbation")
 """The conditions the shipped controller's run chose its best round on (composited onto your photos here)."""
 SEGMENTER_LR = 3e-4
@@ -87,6 +95,7 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
 
     out = Path(cfg.out)  # made by adapt's ArtifactFolder
     photos = str(Path(cfg.photos).resolve())
+    _open_run(cfg, out, photos)
     seconds: dict[str, float] = {}
     vision = ""
     if cfg.segmenter_steps:
@@ -113,6 +122,22 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
     return record
 
 
+def _open_run(cfg: AdaptConfig, out: Path, photos: str) -> None:
+    """Write ``OUT/run.json``, or check that the folder holds this adaptation (refused before any stage runs).
+
+    A folder made before ``run.json`` existed is checked by its stages: a controller stage trained over the shipped
+    segmenter's masks (no ``segmenter`` folder) resumes only without a fine-tune, and the other way round."""
+    identity = {**{k: v for k, v in asdict(cfg).items() if k not in RESUMABLE_FIELDS}, "photos": photos}
+    record = RunRecord(out, ADAPT_RUN_FORMAT, ADAPT_FORMAT_VERSION, "an adaptation", error=ArtifactError)
+    if not record.exists() and (out / "controller").is_dir():
+        fine_tuned = (out / "segmenter").is_dir()
+        if fine_tuned != bool(cfg.segmenter_steps):
+            made = "a fine-tuned segmenter's" if fine_tuned else "the shipped segmenter's"
+            raise ArtifactError(f"{out} holds a controller trained over {made} masks, not an adaptation with "
+                                f"--segmenter-steps {cfg.segmenter_steps}; {RESUME_HINT}")
+    record.open(identity, asdict(cfg), hint=RESUME_HINT)
+
+
 def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
     """The segmenter's fine-tuning: the shipped weights, ``segmenter_steps`` steps at :data:`SEGMENTER_LR`, whole
     images, on every one of your photos (none held out), with :data:`SEGMENTER_FAR_VIEW_PROB` of far views."""
@@ -128,12 +153,17 @@ def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
 
 
 def _fine_tune_segmenter(cfg: AdaptConfig, photos: Path, out: Path, progress: bool) -> Path:
-    from grasp_s2r.vision.training.train import train
+    from grasp_s2r.vision.training.train import TrainError, check_run, train
 
     model = out / "model.pt"
-    if model.is_file():
-        return model
-    print(f"adapt: fine-tuning the shipped segmenter {cfg.segmenter_steps} steps on composites over {photos}",
-          flush=True)
-    return train(segmenter_train_config(cfg), out, resume=(out / "checkpoint-latest.pt").is_file(), backgrounds_dir=photos,
-                 progress=progress)
+    train_cfg = segmenter_train_config(cfg)
+    try:  # a refusal names the folder and what differs: one line, as the folder's other refusals
+        if model.is_file():  # finished: the controller's run names these bytes, so they are checked, not rewritten
+            check_run(train_cfg, out, backgrounds_dir=photos)
+            return model
+        print(f"adapt: fine-tuning the shipped segmenter {cfg.segmenter_steps} steps on composites over {photos}",
+              flush=True)
+        return train(train_cfg, out, resume=(out / "checkpoint-latest.pt").is_file(), backgrounds_dir=photos,
+                     progress=progress)
+    except TrainError as e:
+        raise ArtifactError(str(e)) from None

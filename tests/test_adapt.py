@@ -51,6 +51,17 @@ def test_adapt_trains_a_controller_on_the_scene_and_resumes(tmp_path):
     assert (out / "controller" / "policy.pt").read_bytes() == before  # finished: the same controller, not retrained
     assert sorted(p.name for p in (out / "controller").glob("round-*")) == rounds
 
+    # another adaptation in the same folder: refused before any stage runs
+    other = _adapt(*args[:-3], "--segmenter-steps", "1", "--no-progress")
+    assert other.returncode == 2 and "holds an adaptation" in other.stderr and "segmenter_steps" in other.stderr
+    assert len(other.stderr.strip().splitlines()) == 1 and not (out / "segmenter").exists()
+    # a folder made before run.json: judged by its stages (a controller over the shipped segmenter's masks)
+    (out / "run.json").unlink()
+    legacy = _adapt(*args[:-3], "--segmenter-steps", "1", "--no-progress")
+    assert legacy.returncode == 2 and "the shipped segmenter's masks" in legacy.stderr
+    assert not (out / "segmenter").exists()
+    assert _adapt(*args).returncode == 0 and (out / "run.json").is_file()
+
 
 @pytest.mark.parametrize("photos, message", [
     ("missing", "is not a folder of photos"),
@@ -100,3 +111,27 @@ def test_the_segmenter_fine_tune_trains_on_every_photo_of_the_scene_with_far_vie
           progress=False)
     split = json.loads((tmp_path / "seg" / "run.json").read_text())["identity"]["background_photos"]
     assert len(split["train"]) == 8 and split["heldout"] == []
+
+
+def test_a_finished_segmenter_fine_tune_is_checked_against_the_adaptation_not_rewritten(tmp_path):
+    """adapt resumes a finished segmenter stage without touching its bytes (the controller's run names them), but
+    only when the run that made it is this adaptation's."""
+    import dataclasses
+
+    from grasp_s2r.vision.training.train import TrainError, check_run, train
+
+    photos = _scene(tmp_path / "scene", n=3)
+    cfg = dataclasses.replace(segmenter_train_config(AdaptConfig(photos=str(photos), segmenter_steps=1)),
+                              val_images=4, batch_size=2)
+    with pytest.raises(TrainError, match="holds no record"):
+        check_run(cfg, tmp_path / "seg", backgrounds_dir=photos)
+    model = train(cfg, tmp_path / "seg", backgrounds_dir=photos, progress=False)
+    before = model.read_bytes()
+    check_run(cfg, tmp_path / "seg", backgrounds_dir=photos)
+    check_run(dataclasses.replace(cfg, steps=5), tmp_path / "seg", backgrounds_dir=photos)  # steps may grow
+    with pytest.raises(TrainError, match="seed"):
+        check_run(dataclasses.replace(cfg, seed=1), tmp_path / "seg", backgrounds_dir=photos)
+    _scene(tmp_path / "more", n=4)
+    with pytest.raises(TrainError, match="background_photos"):
+        check_run(cfg, tmp_path / "seg", backgrounds_dir=tmp_path / "more")
+    assert model.read_bytes() == before
