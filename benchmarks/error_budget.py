@@ -14,7 +14,9 @@ The shipped controller runs the same ``--episodes`` validation episodes with ``D
 The gaps between the rows are what each kind of error costs end to end. For the ``segmenter`` row, every frame is
 also sorted by the TCP's height above the table, failed against succeeded episodes: frames with the sphere in view,
 the share where the mask touches it (found), the share with 3 or more mask pixels elsewhere (false blob; both
-``sphere_context.hits``), and the sphere's median width. The photos must be ones no checkpoint trained on (a
+``sphere_context.hits``), and the sphere's median width; and the frames whose sphere the mask misses: the share where
+its most probable pixel still reaches ``MISSED_SIGNAL_PROB`` (what a lower threshold, or a controller reading
+probabilities, could recover), and the share where it is the frame's most probable pixel. The photos must be ones no checkpoint trained on (a
 validation set; the held-out ones only report). Writes ``runs/benchmarks/error_budget.json`` (``--save``:
 ``benchmarks/results/``).
 """
@@ -47,6 +49,8 @@ from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_pa
 HEIGHT_BINS_CM = (0, 2, 5, 10, 15, 20, 30)
 """TCP heights above the table (cm) the frames are sorted by; an episode starts at 18 cm and searches at 22 cm."""
 NEAR_PX = 2
+MISSED_SIGNAL_PROB = 0.1
+"""A missed sphere whose most probable pixel reaches this probability holds a signal below the threshold."""
 """``no false blobs`` keeps the segmenter's mask within this many pixels of the sphere (its halo stays)."""
 _HEIGHT = PROPRIO_NAMES.index("tcp_z_above_table_m")
 
@@ -69,10 +73,13 @@ class OracleMasks(SegmenterMasks):
 
 
 class FrameLog:
-    """Per frame of each finished episode: height, sphere in view, found, false blob, width (``on_episode``)."""
+    """Per frame of each finished episode: height, sphere in view, found, false blob, width, and for a missed sphere
+    its peak probability and whether that is the frame's peak (``on_episode``; ``seg`` gives the probabilities)."""
 
-    def __init__(self) -> None:
-        self.rows: list[tuple[bool, float, bool, bool, bool, float]] = []
+    def __init__(self, seg: Segmenter) -> None:
+        self.seg = seg
+        self.rows: list[tuple[bool, float, bool, bool, bool, float, float, bool]] = []
+        self._kernel = np.ones((2 * NEAR_PX + 1, 2 * NEAR_PX + 1), np.uint8)
 
     def __call__(self, rec: EpisodeRecord) -> None:
         gt, pred = np.asarray(rec.arrays["sphere_mask"], bool), np.asarray(rec.arrays["input_mask"], bool)
@@ -81,12 +88,30 @@ class FrameLog:
         in_view = gt.reshape(n, -1).any(1)
         found, false_blob = hits(pred, gt)
         width = mask_width_px(gt)
-        self.rows += [(bool(rec.success), float(h), bool(v), bool(f), bool(b), float(w))
-                      for h, v, f, b, w in zip(height_cm, in_view, found, false_blob, width)]
+        peak, top = np.zeros(n), np.zeros(n, bool)
+        missed = np.flatnonzero(in_view & ~found)
+        if len(missed):
+            prob = self.seg.predict_proba(np.asarray(rec.arrays["rgb"])[missed])
+            near = np.stack([cv2.dilate(g.astype(np.uint8), self._kernel) > 0 for g in gt[missed]])
+            peak[missed] = np.where(gt[missed], prob, 0.0).reshape(len(missed), -1).max(1)
+            top[missed] = peak[missed] > np.where(near, 0.0, prob).reshape(len(missed), -1).max(1)
+        self.rows += [(bool(rec.success), float(h), bool(v), bool(f), bool(b), float(w), float(p), bool(t))
+                      for h, v, f, b, w, p, t in zip(height_cm, in_view, found, false_blob, width, peak, top)]
+
+    def misses(self) -> dict[str, dict]:
+        """For failed and succeeded episodes: the frames whose sphere is in view but missed, the share of them where
+        the sphere's peak probability reaches :data:`MISSED_SIGNAL_PROB`, and where it is the frame's peak."""
+        a = np.array(self.rows, dtype=float).reshape(-1, 8)
+        out = {}
+        for label, success in (("failed", 0.0), ("succeeded", 1.0)):
+            m = a[(a[:, 0] == success) & (a[:, 2] == 1) & (a[:, 3] == 0)]
+            out[label] = {"missed": len(m), "signal": float((m[:, 6] >= MISSED_SIGNAL_PROB).mean()) if len(m) else None,
+                          "top": float(m[:, 7].mean()) if len(m) else None, "signal_prob": MISSED_SIGNAL_PROB}
+        return out
 
     def by_height(self) -> list[dict]:
         """One dict a height bin: for failed and succeeded episodes, frames, in view, found, false blob, width."""
-        a = np.array(self.rows, dtype=float).reshape(-1, 6)
+        a = np.array(self.rows, dtype=float).reshape(-1, 8)
         out = []
         for lo, hi in itertools.pairwise(HEIGHT_BINS_CM):
             row: dict = {"height_cm": [lo, hi]}
@@ -121,7 +146,7 @@ def main() -> int:
     cond = validation_condition(UNSEEN_TABLE, str(args.photos))
     requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(args.episodes)]
     env = control_env_config(camera_px=args.camera_px)
-    log = FrameLog()
+    log = FrameLog(seg)
     sources = {"segmenter": SegmenterMasks(seg), "no false blobs": OracleMasks(seg, "no false blobs"),
                "no misses": OracleMasks(seg, "no misses"), "ground truth": make_mask_source("gt")}
     rows = {}
@@ -136,9 +161,14 @@ def main() -> int:
         print(f"{h['height_cm'][0]:>2}-{h['height_cm'][1]:<2} cm  " + "  ".join(
             f"{label}: in view {h[label]['in_view']:5d} found {h[label]['found'] or 0:.2f} "
             f"false blob {h[label]['false_blob'] or 0:.2f}" for label in ("failed", "succeeded")))
+    misses = log.misses()
+    for label, m in misses.items():
+        if m["missed"]:
+            print(f"{label}: {m['missed']} frames miss the sphere in view; its peak probability >= "
+                  f"{MISSED_SIGNAL_PROB} in {m['signal']:.2f}, the frame's peak in {m['top']:.2f}")
     write_results(args.json, "error_budget", {"photos": args.photos.name, "vision": vision,
                                               "camera_px": args.camera_px, "episodes": args.episodes,
-                                              "rows": rows, "by_height": heights}, args)
+                                              "rows": rows, "by_height": heights, "misses": misses}, args)
     return 0
 
 

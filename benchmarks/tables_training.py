@@ -312,12 +312,22 @@ def error_budget_table(d: Path) -> str:
              "succeeded: in view: found / false blob / width px"),
             [(f"{h['height_cm'][0]}-{h['height_cm'][1]} cm", cell(h["failed"]), cell(h["succeeded"]))
              for h in f["by_height"]]))
+        if f.get("misses"):  # measured since the peak probability of missed spheres was recorded
+            parts[-1] += "\n\n" + _misses_text(f["misses"])
     episodes = {f["episodes"] for f in runs}
     return ("\n\n".join(parts) + f"\n\n`{runs[0]['photos']}` as the table, "
             f"{', '.join(map(str, sorted(episodes)))} validation episodes a cell (success in %, 95 % CI). The frames "
             "of a segmenter's own masks: in view = frames showing the sphere, found = share where the mask touches "
             "it, false blob = share of all frames with 3 or more mask pixels elsewhere, width = the sphere's median "
             "width. " + " ".join(provenance(name, res) for name, res in loaded))
+
+
+def _misses_text(misses: dict[str, dict]) -> str:
+    prob = next(iter(misses.values()))["signal_prob"]
+    return "Frames whose sphere is in view but missed: " + "; ".join(
+        f"{label} episodes {m['missed']}, the sphere's most probable pixel at {prob} or more in {m['signal']:.2f} "
+        f"of them and the frame's most probable pixel in {m['top']:.2f}"
+        for label, m in misses.items() if m["missed"]) + "."
 
 
 def search_recipe_table(d: Path) -> str:

@@ -56,6 +56,7 @@ def test_a_folder_without_photos_is_refused_not_replaced(tmp_path):
 def test_error_budget_removes_one_kind_of_error_and_sorts_frames_by_height(tmp_path):
     import json
     import subprocess
+    import types
 
     import error_budget
 
@@ -75,6 +76,18 @@ def test_error_budget_removes_one_kind_of_error_and_sorts_frames_by_height(tmp_p
     assert m[gt].all() and m[0, 5:8, 5:8].all()
     m = no_false(rgb, gt)
     assert not m[0, :20, :20].any() and m[0, 34:36, 34:36].all() and not m[gt].any()
+    # AND of two frames missing the sphere, one holds a signal below the threshold that is also the frame's peak, the
+    # other only a faint one under a stronger false response
+    log = error_budget.FrameLog(seg)
+    prob = np.zeros((2, 64, 64), np.float32)
+    prob[0][gt[0]], prob[0, 5, 5] = 0.3, 0.2
+    prob[1][gt[0]], prob[1, 5, 5] = 0.05, 0.4
+    seg.predict_proba = lambda x: prob[: len(x)]
+    frames = {"sphere_mask": np.repeat(gt, 2, 0), "input_mask": np.zeros((2, 64, 64), bool),
+              "rgb": np.zeros((2, 64, 64, 3), np.uint8), "proprio": np.zeros((2, len(error_budget.PROPRIO_NAMES)), np.float32)}
+    log(types.SimpleNamespace(arrays=frames, success=False))
+    assert log.misses()["failed"] == {"missed": 2, "signal": 0.5, "top": 0.5, "signal_prob": 0.1}
+    assert log.misses()["succeeded"]["missed"] == 0
     # AND a whole run (2 episodes a row, two plain photos as the table) writes every row and the height bins
     rng = np.random.default_rng(0)
     photos = tmp_path / "photos"
@@ -90,3 +103,4 @@ def test_error_budget_removes_one_kind_of_error_and_sorts_frames_by_height(tmp_p
     assert all(r["episodes"] == 2 for r in f["rows"].values())
     frames = sum(h[k]["frames"] for h in f["by_height"] for k in ("failed", "succeeded"))
     assert frames > 0 and f["by_height"][0]["height_cm"] == [0, 2]
+    assert set(f["misses"]) == {"failed", "succeeded"}
