@@ -41,17 +41,23 @@ class RunRecord:
         identity = json.loads(json.dumps(dict(identity)))
         config = json.loads(json.dumps(dict(config)))
         if self.exists():
-            old = json.loads(self.path.read_text())
-            if old.get("format") != self.fmt or old.get("format_version") != self.version:
-                raise self.error(f"{self.path.parent} holds a run of format {old.get('format')} "
-                                 f"v{old.get('format_version')}, this grasp_s2r writes {self.fmt} v{self.version}; "
-                                 f"{hint}")
-            stored = with_defaults(old.get("identity", {}), json.loads(json.dumps(dict(defaults or {}))))
-            check_same(stored, identity, f"{self.path.parent} holds {self.what}", hint, ignore=ignore,
-                       error=self.error)
+            old = self.check(identity, hint=hint, defaults=defaults, ignore=ignore)
             if old.get("config") == config:
                 return
             identity = old["identity"]  # the same run: its identity as first written, its config as now asked
         blob = {"format": self.fmt, "format_version": self.version, "package_version": __version__,
                 "identity": identity, "config": config}
         atomic_write(self.path, json.dumps(blob, indent=2, sort_keys=True).encode())
+
+    def check(self, identity: Mapping[str, Any], *, hint: str, defaults: Mapping[str, Any] | None = None,
+              ignore: Iterable[str] = ()) -> dict[str, Any]:
+        """Raise unless the stored record (which must exist) is a run of ``identity`` (``open``'s check, writing
+        nothing); returns the stored record."""
+        old = json.loads(self.path.read_text())
+        if old.get("format") != self.fmt or old.get("format_version") != self.version:
+            raise self.error(f"{self.path.parent} holds a run of format {old.get('format')} "
+                             f"v{old.get('format_version')}, this grasp_s2r writes {self.fmt} v{self.version}; {hint}")
+        stored = with_defaults(old.get("identity", {}), json.loads(json.dumps(dict(defaults or {}))))
+        check_same(stored, json.loads(json.dumps(dict(identity))), f"{self.path.parent} holds {self.what}", hint,
+                   ignore=ignore, error=self.error)
+        return old

@@ -128,7 +128,9 @@ def test_a_finished_segmenter_fine_tune_is_checked_against_the_adaptation_not_re
     model = train(cfg, tmp_path / "seg", backgrounds_dir=photos, progress=False)
     before = model.read_bytes()
     check_run(cfg, tmp_path / "seg", backgrounds_dir=photos)
-    check_run(dataclasses.replace(cfg, steps=5), tmp_path / "seg", backgrounds_dir=photos)  # steps may grow
+    record = (tmp_path / "seg" / "run.json").read_bytes()
+    check_run(dataclasses.replace(cfg, steps=5), tmp_path / "seg", backgrounds_dir=photos)  # steps: not identity
+    assert (tmp_path / "seg" / "run.json").read_bytes() == record  # checked, not rewritten
     with pytest.raises(TrainError, match="seed"):
         check_run(dataclasses.replace(cfg, seed=1), tmp_path / "seg", backgrounds_dir=photos)
     _scene(tmp_path / "more", n=4)

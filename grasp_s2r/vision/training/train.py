@@ -190,12 +190,12 @@ def train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, bac
 
 def check_run(cfg: SegmenterTrainConfig, out_dir: Path, *, backgrounds_dir: Path | None = None) -> None:
     """Raise :class:`TrainError` unless ``out_dir``'s ``run.json`` records a run of ``cfg`` on these photos (the
-    identity ``--resume`` checks); reads the record only, so a finished run's ``model.pt`` stays as it is."""
+    identity ``--resume`` checks; the step count is not part of it); writes nothing."""
     record = _run_record(Path(out_dir))
     if not record.exists():
         raise TrainError(f"{out_dir} holds no record of the run that made it ({record.path.name}); {RESUME_HINT}")
     run_cfg = _run_config(cfg, split_names(backgrounds_dir, cfg.hold_out_photos))
-    record.open(_identity(run_cfg), run_cfg, hint=RESUME_HINT, defaults=_identity_defaults(), ignore=RUNTIME_FIELDS)
+    record.check(_identity(run_cfg), hint=RESUME_HINT, defaults=_identity_defaults(), ignore=RUNTIME_FIELDS)
 
 
 def _data_text(workers: int, threads: int | None, replicas: int, device: torch.device) -> str:
