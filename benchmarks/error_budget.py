@@ -16,8 +16,8 @@ also sorted by the TCP's height above the table, failed against succeeded episod
 the share where the mask touches it (found), the share with 3 or more mask pixels elsewhere (false blob; both
 ``sphere_context.hits``), and the sphere's median width; and the frames whose sphere the mask misses: the share where
 its most probable pixel still reaches ``MISSED_SIGNAL_PROB`` (what a lower threshold, or a controller reading
-probabilities, could recover), and the share where it is the frame's most probable pixel. The photos must be ones no checkpoint trained on (a
-validation set; the held-out ones only report). Writes ``runs/benchmarks/error_budget.json`` (``--save``:
+probabilities, could recover), and the share where it is the frame's most probable pixel (beyond ``NEAR_PX`` of the
+sphere). The photos must be ones no checkpoint trained on (a validation set; the held-out ones only report). Writes ``runs/benchmarks/error_budget.json`` (``--save``:
 ``benchmarks/results/``).
 """
 
@@ -49,9 +49,9 @@ from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_pa
 HEIGHT_BINS_CM = (0, 2, 5, 10, 15, 20, 30)
 """TCP heights above the table (cm) the frames are sorted by; an episode starts at 18 cm and searches at 22 cm."""
 NEAR_PX = 2
+"""``no false blobs`` keeps the segmenter's mask within this many pixels of the sphere (its halo stays)."""
 MISSED_SIGNAL_PROB = 0.1
 """A missed sphere whose most probable pixel reaches this probability holds a signal below the threshold."""
-"""``no false blobs`` keeps the segmenter's mask within this many pixels of the sphere (its halo stays)."""
 _HEIGHT = PROPRIO_NAMES.index("tcp_z_above_table_m")
 
 
