@@ -17,8 +17,8 @@ the share where the mask touches it (found), the share with 3 or more mask pixel
 ``sphere_context.hits``), and the sphere's median width; and the frames whose sphere the mask misses: the share where
 its most probable pixel still reaches ``MISSED_SIGNAL_PROB`` (what a lower threshold, or a controller reading
 probabilities, could recover), and the share where it is the frame's most probable pixel (beyond ``NEAR_PX`` of the
-sphere). The photos must be ones no checkpoint trained on (a validation set; the held-out ones only report). Writes ``runs/benchmarks/error_budget.json`` (``--save``:
-``benchmarks/results/``).
+sphere). The photos must be ones no checkpoint trained on (a validation set; the held-out ones only report). Writes
+``runs/benchmarks/error_budget.json`` (``--save``: ``benchmarks/results/``).
 """
 
 from __future__ import annotations
@@ -53,6 +53,12 @@ NEAR_PX = 2
 MISSED_SIGNAL_PROB = 0.1
 """A missed sphere whose most probable pixel reaches this probability holds a signal below the threshold."""
 _HEIGHT = PROPRIO_NAMES.index("tcp_z_above_table_m")
+_NEAR_KERNEL = np.ones((2 * NEAR_PX + 1, 2 * NEAR_PX + 1), np.uint8)
+
+
+def near_sphere(gt: np.ndarray) -> np.ndarray:
+    """bool (n, H, W): the pixels within :data:`NEAR_PX` of each frame's true sphere mask (n, H, W)."""
+    return np.stack([cv2.dilate(g.astype(np.uint8), _NEAR_KERNEL) > 0 for g in gt]).reshape(np.shape(gt))
 
 
 class OracleMasks(SegmenterMasks):
@@ -62,14 +68,12 @@ class OracleMasks(SegmenterMasks):
     def __init__(self, segmenter: Segmenter, rule: str):
         super().__init__(segmenter)
         self.rule = rule
-        self._kernel = np.ones((2 * NEAR_PX + 1, 2 * NEAR_PX + 1), np.uint8)
 
     def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None) -> np.ndarray:
         pred, gt = super().__call__(rgb), np.asarray(gt_mask, bool)
         if self.rule == "no misses":
             return pred | gt
-        near = np.stack([cv2.dilate(g.astype(np.uint8), self._kernel) > 0 for g in gt])
-        return pred & near
+        return pred & near_sphere(gt)
 
 
 class FrameLog:
@@ -79,7 +83,6 @@ class FrameLog:
     def __init__(self, seg: Segmenter) -> None:
         self.seg = seg
         self.rows: list[tuple[bool, float, bool, bool, bool, float, float, bool]] = []
-        self._kernel = np.ones((2 * NEAR_PX + 1, 2 * NEAR_PX + 1), np.uint8)
 
     def __call__(self, rec: EpisodeRecord) -> None:
         gt, pred = np.asarray(rec.arrays["sphere_mask"], bool), np.asarray(rec.arrays["input_mask"], bool)
@@ -92,7 +95,7 @@ class FrameLog:
         missed = np.flatnonzero(in_view & ~found)
         if len(missed):
             prob = self.seg.predict_proba(np.asarray(rec.arrays["rgb"])[missed])
-            near = np.stack([cv2.dilate(g.astype(np.uint8), self._kernel) > 0 for g in gt[missed]])
+            near = near_sphere(gt[missed])
             peak[missed] = np.where(gt[missed], prob, 0.0).reshape(len(missed), -1).max(1)
             top[missed] = peak[missed] > np.where(near, 0.0, prob).reshape(len(missed), -1).max(1)
         self.rows += [(bool(rec.success), float(h), bool(v), bool(f), bool(b), float(w), float(p), bool(t))
