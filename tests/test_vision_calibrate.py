@@ -82,3 +82,32 @@ def test_calibrate_vision_writes_the_break_even_threshold(tmp_path, capsys):
     # bad input: one line, exit 2
     assert main(["calibrate-vision", "--model", str(tmp_path / "missing.pt")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_calibrate_vision_tiles_sets_how_the_segmenter_predicts_and_calibrates_it_so(tmp_path, capsys):
+    """``--tiles 32/16`` writes the tiling and the threshold of the tiled predictions; ``--tiles none`` takes it
+    out; without ``--tiles`` the checkpoint's own stays; a bad ``--tiles`` is one line, exit 2, nothing written."""
+    from grasp_s2r.vision.networks.segmenter import Tiling, default_checkpoint_path
+
+    tiled, whole = tmp_path / "tiled.pt", tmp_path / "whole.pt"
+    shipped = str(default_checkpoint_path())
+    assert main(["calibrate-vision", "--model", shipped, "--out", str(tiled), "--n-images", "32",
+                 "--tiles", "32/16"]) == 0
+    assert "for 32 px tiles 16 apart" in capsys.readouterr().out
+    ckpt = read_checkpoint(tiled)
+    assert ckpt["tiling"] == {"size_px": 32, "stride_px": 16} == ckpt["threshold_calibration"]["tiling"]
+    assert Segmenter.load(tiled).tiling == Tiling(32, 16)
+    assert main(["calibrate-vision", "--model", shipped, "--out", str(whole), "--n-images", "32"]) == 0
+    assert "for the whole image" in capsys.readouterr().out
+    assert read_checkpoint(whole)["threshold"] != ckpt["threshold"]  # the tiled predictions' own break-even
+
+    assert main(["calibrate-vision", "--model", str(tiled), "--n-images", "32"]) == 0  # kept
+    assert read_checkpoint(tiled)["tiling"] == {"size_px": 32, "stride_px": 16}
+    assert main(["calibrate-vision", "--model", str(tiled), "--n-images", "32", "--tiles", "none"]) == 0
+    assert "tiling" not in read_checkpoint(tiled) and Segmenter.load(tiled).tiling is None
+    before = tiled.read_bytes()
+    for bad in ("30/16", "32/40", "abc", "128"):
+        assert main(["calibrate-vision", "--model", str(tiled), "--n-images", "32", "--tiles", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "tile" in err, err
+    assert tiled.read_bytes() == before

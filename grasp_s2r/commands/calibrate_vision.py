@@ -1,4 +1,5 @@
-"""``grasp-s2r calibrate-vision``: set a segmenter checkpoint's threshold where pixel precision = recall."""
+"""``grasp-s2r calibrate-vision``: set a segmenter checkpoint's threshold where pixel precision = recall (and, with
+``--tiles``, whether it predicts tile by tile)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from grasp_s2r.options import (
     positive_int,
     torch_device,
 )
-from grasp_s2r.vision.training.calibrate import CalibrationConfig
+from grasp_s2r.vision.training.calibrate import CalibrationConfig, parse_tiles
 
 RESUME_HINT = "nothing was written (the checkpoint is written at the end): run the same command again"
 """What an interrupted ``grasp-s2r`` run of this command says (``cli.main``)."""
@@ -26,6 +27,9 @@ OPTIONS = (
     Option("--seed", "seed of the composites", "seed", type=non_negative_int),
     Option("--backgrounds", "your own photos folder (its training split)", "backgrounds", metavar="DIR",
            show=lambda b: b or "the embedded photos"),
+    Option("--tiles", "predict tile by tile, SIZE/STRIDE in px (e.g. 32/16; a network trained on SIZE px crops), "
+           "or 'none': the whole image", "tiles", metavar="SIZE/STRIDE|none",
+           show=lambda t: t or "as the checkpoint does now"),
     Option("--device", "torch device", "device", type=torch_device, show=lambda d: d or "cuda when present, else cpu"),
 )
 
@@ -65,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
     from grasp_s2r.vision.training.calibrate import calibrate_checkpoint
 
     cfg = config_from_options(CalibrationConfig, args, OPTIONS)
+    try:
+        tiling = parse_tiles(cfg.tiles)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     model, out = Path(cfg.model), Path(cfg.out) if cfg.out else None
     if model.is_dir():
         raise UsageError(f"--model {model} is a folder, not a checkpoint file (a training run's is RUN/model.pt)")
@@ -74,10 +82,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         before = float(read_checkpoint(model).get("threshold", 0.5))
         cal = calibrate_checkpoint(model, n_images=cfg.n_images, seed=cfg.seed, out=out, device=cfg.device or None,
-                                   backgrounds_dir=Path(cfg.backgrounds) if cfg.backgrounds else None)
+                                   backgrounds_dir=Path(cfg.backgrounds) if cfg.backgrounds else None, tiling=tiling)
     except (CheckpointError, BackgroundError, ValueError) as e:
         raise UsageError(str(e)) from None
-    print(f"calibrate-vision: threshold {before:.3f} -> {cal['threshold']:.3f} (break-even on {cal['n_images']} "
+    tiles = cal["tiling"]
+    how = f"{tiles['size_px']} px tiles {tiles['stride_px']} apart" if tiles else "the whole image"
+    print(f"calibrate-vision: threshold {before:.3f} -> {cal['threshold']:.3f} for {how} (break-even on {cal['n_images']} "
           f"validation composites of the training photos: precision {cal['precision']:.3f}, recall "
           f"{cal['recall']:.3f}); wrote {out or model}")
     return 0

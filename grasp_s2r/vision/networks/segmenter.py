@@ -13,6 +13,8 @@ Checkpoint format (a ``torch.save``'d dict, readable with ``weights_only=True``)
     optimizer       (only in ``checkpoint-latest.pt`` of a run: what ``--resume`` needs)
     threshold       (optional, default 0.5) probability above which a pixel is the sphere;
     threshold_calibration  how it was chosen (see ``vision/calibrate.py``)
+    tiling          (optional) {"size_px", "stride_px"}: the sphere is predicted on overlapping square tiles of the
+                    ``input_hw`` image, each pixel the most probable of the tiles that cover it (:class:`Tiling`)
 
 A segmenter may carry a gripper head (``vision/gripper.py``, its own checkpoint file): then it predicts the
 gripper fingers' mask too (:meth:`Segmenter.predict_gripper`, :attr:`Segmenter.has_gripper_head`).
@@ -23,6 +25,7 @@ from __future__ import annotations
 import io
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -78,6 +81,57 @@ def write_checkpoint(ckpt: dict[str, Any], path: Path | str) -> None:
     atomic_write(Path(path), buf.getvalue())
 
 
+@dataclass(frozen=True)
+class Tiling:
+    """Predict the sphere tile by tile: each ``size_px`` square window, ``stride_px`` apart, through the network
+    alone, a pixel's probability the highest of the windows that cover it.
+
+    A network trained on crops of ``size_px`` (``train-vision``'s crop training) then sees at inference the field
+    it was trained on, no more: a busy texture elsewhere in the image cannot suppress the sphere. Costs
+    (windows x size_px^2) / (H x W) of the whole image's multiply-adds: 2.25 for 32 px tiles, 16 apart, on 64 px.
+    """
+
+    size_px: int
+    stride_px: int
+
+    def __post_init__(self) -> None:
+        if self.size_px < 8 or self.size_px % 8:
+            raise ValueError(f"tile size must be a multiple of 8 and at least 8, got {self.size_px}")
+        if not 1 <= self.stride_px <= self.size_px:
+            raise ValueError(f"tile stride must be in [1, tile size {self.size_px}], got {self.stride_px}")
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Tiling:
+        """From a checkpoint's ``tiling`` entry; ValueError with the problem otherwise."""
+        if not isinstance(d, dict) or set(d) != {"size_px", "stride_px"}:
+            raise ValueError(f"tiling must be {{'size_px': int, 'stride_px': int}}, got {d!r}")
+        return cls(int(d["size_px"]), int(d["stride_px"]))
+
+    def as_dict(self) -> dict[str, int]:
+        return {"size_px": self.size_px, "stride_px": self.stride_px}
+
+    def starts(self, side_px: int) -> list[int]:
+        """Window starts along a side of ``side_px``: ``stride_px`` apart, the last flush with the far edge."""
+        if side_px < self.size_px:
+            raise ValueError(f"tiles of {self.size_px} px do not fit an image side of {side_px} px")
+        starts = list(range(0, side_px - self.size_px + 1, self.stride_px))
+        if starts[-1] != side_px - self.size_px:
+            starts.append(side_px - self.size_px)
+        return starts
+
+    def apply(self, net: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        """``net``'s one-channel logits (N, 1, H, W) of ``x`` (N, C, H, W), tile by tile, merged by their maximum."""
+        n, _, h, w = x.shape
+        s = self.size_px
+        windows = [(i, j) for i in self.starts(h) for j in self.starts(w)]
+        tiles = torch.cat([x[:, :, i:i + s, j:j + s] for i, j in windows])  # (len(windows) * N, C, s, s)
+        logits = net(tiles).reshape(len(windows), n, 1, s, s)
+        out = torch.full((n, 1, h, w), float("-inf"), dtype=logits.dtype, device=logits.device)
+        for k, (i, j) in enumerate(windows):
+            out[:, :, i:i + s, j:j + s] = torch.maximum(out[:, :, i:i + s, j:j + s], logits[k])
+        return out
+
+
 def check_threshold(threshold: float) -> float:
     """``threshold`` as a float, or ValueError unless 0 < threshold < 1."""
     threshold = float(threshold)
@@ -109,6 +163,8 @@ def read_checkpoint(path: Path | str) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}")
     try:
         check_threshold(ckpt.get("threshold", THRESHOLD))
+        if ckpt.get("tiling") is not None:
+            Tiling.from_dict(ckpt["tiling"]).starts(min(ckpt["input_hw"]))
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"checkpoint {path}: {e}") from None
     return ckpt
@@ -118,12 +174,16 @@ class Segmenter:
     """RGB -> sphere mask with a trained network; one batched forward pass per call on ``self.device``."""
 
     def __init__(self, model: nn.Module, *, input_hw: tuple[int, int], config: dict[str, Any],
-                 device: torch.device | None = None, threshold: float = THRESHOLD):
+                 device: torch.device | None = None, threshold: float = THRESHOLD, tiling: Tiling | None = None):
         self.device = device or default_device()
         self.model = model.to(self.device).eval()
         self.input_hw = (int(input_hw[0]), int(input_hw[1]))
         self.threshold = check_threshold(threshold)
         """Probability above which a pixel is the sphere (the checkpoint's calibrated one when it has one)."""
+        if tiling is not None and (tiling.size_px > min(self.input_hw)):
+            raise ValueError(f"tiles of {tiling.size_px} px do not fit the segmenter's {self.input_hw[0]}x{self.input_hw[1]} px input")
+        self.tiling = tiling
+        """How the sphere is predicted: tile by tile (:class:`Tiling`), or None: the whole ``input_hw`` image."""
         self.config = config
         """The checkpoint's metadata: architecture, arch_kwargs, input_hw, background_split, config, step."""
         self.checkpoint_sha256: str | None = None
@@ -155,7 +215,8 @@ class Segmenter:
         meta = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer")}
         return cls(model, input_hw=tuple(ckpt["input_hw"]), config=meta,
                    device=torch.device(device) if device is not None else None,
-                   threshold=ckpt.get("threshold", THRESHOLD))
+                   threshold=ckpt.get("threshold", THRESHOLD),
+                   tiling=Tiling.from_dict(ckpt["tiling"]) if ckpt.get("tiling") is not None else None)
 
     def _logits(self, rgb_uint8: np.ndarray, net: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
         """``net``'s logits float (N, 1, H, W) at the images' own size; any H, W (resized to ``input_hw``)."""
@@ -176,7 +237,9 @@ class Segmenter:
     @torch.inference_mode()
     def predict_proba(self, rgb_uint8: np.ndarray) -> np.ndarray:
         """uint8 (N, H, W, 3) -> sphere probability float32 (N, H, W); any H, W (resized to ``input_hw``)."""
-        return torch.sigmoid(self._logits(rgb_uint8, self.model)[:, 0]).float().cpu().numpy()
+        tiling = self.tiling
+        net = self.model if tiling is None else (lambda x: tiling.apply(self.model, x))
+        return torch.sigmoid(self._logits(rgb_uint8, net)[:, 0]).float().cpu().numpy()
 
     def predict(self, rgb_uint8: np.ndarray) -> np.ndarray:
         """uint8 (N, H, W, 3) -> bool (N, H, W), or (H, W, 3) -> (H, W)."""

@@ -18,7 +18,7 @@ import numpy as np
 from grasp_s2r.bounds import require_images
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.images.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
-from grasp_s2r.vision.networks.segmenter import Segmenter, read_checkpoint, write_checkpoint
+from grasp_s2r.vision.networks.segmenter import Segmenter, Tiling, read_checkpoint, write_checkpoint
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,25 @@ class CalibrationConfig:
     """A folder of your own photos (its training split; "" = the embedded photos)."""
     device: str = ""
     """Torch device ("" = CUDA when present, else CPU)."""
+    tiles: str = ""
+    """How the segmenter predicts from now on, calibrated so: ``"SIZE/STRIDE"`` tile by tile (:class:`Tiling`),
+    ``"none"`` the whole image, ``""`` as the checkpoint does now."""
+
+
+def parse_tiles(text: str) -> Tiling | None | str:
+    """``--tiles`` text -> a :class:`Tiling`, None (``"none"``: the whole image) or ``"keep"`` (``""``); ValueError
+    with the problem otherwise."""
+    text = text.strip().lower()
+    if text == "":
+        return "keep"
+    if text == "none":
+        return None
+    size, sep, stride = text.partition("/")
+    try:
+        return Tiling(int(size), int(stride) if sep else int(size) // 2)
+    except ValueError as e:
+        raise ValueError(f"--tiles takes SIZE/STRIDE in px (e.g. 32/16), SIZE (stride SIZE/2) or none, got {text!r}"
+                         f"{'' if 'invalid literal' in str(e) else f': {e}'}") from None
 
 
 CALIBRATION_START = 100_000
@@ -84,8 +103,11 @@ def break_even_threshold(proba: np.ndarray, target: np.ndarray) -> tuple[float, 
 def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.n_images,
                          seed: int = CalibrationConfig.seed, data: DataConfig | None = None,
                          backgrounds_dir: Path | None = None, out: Path | str | None = None,
-                         device: Any = None, progress: bool = True) -> dict[str, Any]:
-    """Set the break-even threshold of the checkpoint at ``path`` (written to ``out``, default in place).
+                         device: Any = None, progress: bool = True,
+                         tiling: Tiling | None | str = "keep") -> dict[str, Any]:
+    """Set the break-even threshold of the checkpoint at ``path`` (written to ``out``, default in place), for its
+    predictions as they will be made: tile by tile with ``tiling`` (None: the whole image; ``"keep"``: the
+    checkpoint's own way, which is written back with it).
 
     Composites: ``n_images`` ``val``-stream items (training photos, augmented as ``data``, default the standard
     training :class:`DataConfig`). Returns the ``threshold_calibration`` record it wrote.
@@ -94,6 +116,10 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.
         raise ValueError(f"n_images must be positive, got {n_images}")
     data = data or DataConfig()
     ckpt = read_checkpoint(path)
+    if tiling != "keep":
+        ckpt.pop("tiling", None)
+        if tiling is not None:
+            ckpt["tiling"] = tiling.as_dict()
     segmenter = Segmenter.from_checkpoint(ckpt, device=device, path=path)
     h, w = segmenter.input_hw
     if h != w:
@@ -111,7 +137,7 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.
     threshold, precision, recall = break_even_threshold(proba, masks)
     record = {"rule": "break-even: pixel precision = recall", "stream": "val", "photos": "train",
               "first_item": CALIBRATION_START, "n_images": int(n_images), "seed": int(seed), "data": data.to_dict(),
-              "threshold": threshold, "precision": precision, "recall": recall}
+              "tiling": ckpt.get("tiling"), "threshold": threshold, "precision": precision, "recall": recall}
     ckpt["threshold"] = threshold
     ckpt["threshold_calibration"] = record
     write_checkpoint(ckpt, out or path)
