@@ -105,9 +105,18 @@ def test_calibrate_vision_tiles_sets_how_the_segmenter_predicts_and_calibrates_i
     assert read_checkpoint(tiled)["tiling"] == {"size_px": 32, "stride_px": 16}
     assert main(["calibrate-vision", "--model", str(tiled), "--n-images", "32", "--tiles", "none"]) == 0
     assert "tiling" not in read_checkpoint(tiled) and Segmenter.load(tiled).tiling is None
+    assert main(["calibrate-vision", "--model", str(tiled), "--tiles", "32/16", "--threshold", "0.5"]) == 0
+    assert "-> 0.500 for 32 px tiles 16 apart (as given)" in capsys.readouterr().out
+    given = read_checkpoint(tiled)
+    assert given["threshold"] == 0.5 and given["tiling"] == {"size_px": 32, "stride_px": 16}
+    assert given["threshold_calibration"] == {"rule": "given", "tiling": given["tiling"], "threshold": 0.5}
     before = tiled.read_bytes()
     for bad in ("30/16", "32/40", "abc", "128"):
         assert main(["calibrate-vision", "--model", str(tiled), "--n-images", "32", "--tiles", bad]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "tile" in err, err
+    for bad in ("0", "1", "-0.2", "x"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["calibrate-vision", "--model", str(tiled), "--threshold", bad])
+        assert exit_.value.code == 2 and "expected a probability in (0, 1)" in capsys.readouterr().err
     assert tiled.read_bytes() == before

@@ -20,6 +20,15 @@ from grasp_s2r.vision.training.calibrate import CalibrationConfig, parse_tiles
 RESUME_HINT = "nothing was written (the checkpoint is written at the end): run the same command again"
 """What an interrupted ``grasp-s2r`` run of this command says (``cli.main``)."""
 
+def _threshold_text(text: str) -> float:
+    from grasp_s2r.vision.networks.segmenter import check_threshold
+
+    try:
+        return check_threshold(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a probability in (0, 1), got {text!r}") from None
+
+
 OPTIONS = (
     Option("--model", "segmenter checkpoint to calibrate", "model", required=True),
     Option("--out", "write the calibrated checkpoint here", "out", show=lambda o: o or "rewrite --model in place"),
@@ -27,6 +36,8 @@ OPTIONS = (
     Option("--seed", "seed of the composites", "seed", type=non_negative_int),
     Option("--backgrounds", "your own photos folder (its training split)", "backgrounds", metavar="DIR",
            show=lambda b: b or "the embedded photos"),
+    Option("--threshold", "set this threshold as it is, in (0, 1), instead of calibrating one", "threshold",
+           type=_threshold_text, show=lambda t: t or "the break-even one, calibrated"),
     Option("--tiles", "predict tile by tile, SIZE/STRIDE in px (e.g. 32/16; a network trained on SIZE px crops), "
            "or 'none': the whole image", "tiles", metavar="SIZE/STRIDE|none",
            show=lambda t: t or "as the checkpoint does now"),
@@ -82,12 +93,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         before = float(read_checkpoint(model).get("threshold", 0.5))
         cal = calibrate_checkpoint(model, n_images=cfg.n_images, seed=cfg.seed, out=out, device=cfg.device or None,
-                                   backgrounds_dir=Path(cfg.backgrounds) if cfg.backgrounds else None, tiling=tiling)
+                                   backgrounds_dir=Path(cfg.backgrounds) if cfg.backgrounds else None, tiling=tiling,
+                                   threshold=cfg.threshold or None)
     except (CheckpointError, BackgroundError, ValueError) as e:
         raise UsageError(str(e)) from None
     tiles = cal["tiling"]
     how = f"{tiles['size_px']} px tiles {tiles['stride_px']} apart" if tiles else "the whole image"
-    print(f"calibrate-vision: threshold {before:.3f} -> {cal['threshold']:.3f} for {how} (break-even on {cal['n_images']} "
-          f"validation composites of the training photos: precision {cal['precision']:.3f}, recall "
-          f"{cal['recall']:.3f}); wrote {out or model}")
+    why = ("as given" if cal["rule"] == "given" else
+           f"break-even on {cal['n_images']} validation composites of the training photos: precision "
+           f"{cal['precision']:.3f}, recall {cal['recall']:.3f}")
+    print(f"calibrate-vision: threshold {before:.3f} -> {cal['threshold']:.3f} for {how} ({why}); wrote {out or model}")
     return 0

@@ -18,7 +18,13 @@ import numpy as np
 from grasp_s2r.bounds import require_images
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.images.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
-from grasp_s2r.vision.networks.segmenter import Segmenter, Tiling, read_checkpoint, write_checkpoint
+from grasp_s2r.vision.networks.segmenter import (
+    Segmenter,
+    Tiling,
+    check_threshold,
+    read_checkpoint,
+    write_checkpoint,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,8 @@ class CalibrationConfig:
     """A folder of your own photos (its training split; "" = the embedded photos)."""
     device: str = ""
     """Torch device ("" = CUDA when present, else CPU)."""
+    threshold: float = 0.0
+    """A threshold to set as it is, without calibrating (0 = the break-even one, calibrated)."""
     tiles: str = ""
     """How the segmenter predicts from now on, calibrated so: ``"SIZE/STRIDE"`` tile by tile (:class:`Tiling`),
     ``"none"`` the whole image, ``""`` as the checkpoint does now."""
@@ -104,10 +112,11 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.
                          seed: int = CalibrationConfig.seed, data: DataConfig | None = None,
                          backgrounds_dir: Path | None = None, out: Path | str | None = None,
                          device: Any = None, progress: bool = True,
-                         tiling: Tiling | None | str = "keep") -> dict[str, Any]:
+                         tiling: Tiling | None | str = "keep", threshold: float | None = None) -> dict[str, Any]:
     """Set the break-even threshold of the checkpoint at ``path`` (written to ``out``, default in place), for its
     predictions as they will be made: tile by tile with ``tiling`` (None: the whole image; ``"keep"``: the
-    checkpoint's own way, which is written back with it).
+    checkpoint's own way, which is written back with it). ``threshold``: set this one as it is instead (nothing
+    is calibrated; the record says so).
 
     Composites: ``n_images`` ``val``-stream items (training photos, augmented as ``data``, default the standard
     training :class:`DataConfig`). Returns the ``threshold_calibration`` record it wrote.
@@ -121,6 +130,11 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.
         if tiling is not None:
             ckpt["tiling"] = tiling.as_dict()
     segmenter = Segmenter.from_checkpoint(ckpt, device=device, path=path)
+    if threshold is not None:
+        record = {"rule": "given", "tiling": ckpt.get("tiling"), "threshold": check_threshold(threshold)}
+        ckpt["threshold"], ckpt["threshold_calibration"] = record["threshold"], record
+        write_checkpoint(ckpt, out or path)
+        return record
     h, w = segmenter.input_hw
     if h != w:
         raise ValueError(f"calibration composites need a square input, got {segmenter.input_hw}")
