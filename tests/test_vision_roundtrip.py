@@ -76,6 +76,7 @@ def test_eval_reports_and_overrides_the_threshold(trained, tmp_path, capsys):
     assert main(["eval-vision", "--model", str(trained / "model.pt"), "--out", str(tmp_path / "own"), *EVAL]) == 0
     own = json.loads((tmp_path / "own" / "metrics.json").read_text())
     assert own["model"]["threshold"] == Segmenter.load(trained / "model.pt").threshold
+    assert own["model"]["tiling"] is None
     assert main(["eval-vision", "--model", str(trained / "model.pt"), "--out", str(tmp_path / "low"), "--threshold",
                  "0.01", *EVAL]) == 0
     low = json.loads((tmp_path / "low" / "metrics.json").read_text())
@@ -195,3 +196,12 @@ def test_init_reads_pixel_blocks_with_unshuffle(trained, tmp_path, capsys):
     assert main(["train-vision", "--out", str(tmp_path / "bad3"), "--steps", "1", "--init", str(out / "model.pt"),
                  *blocks]) == 2
     assert "--init" in capsys.readouterr().err
+
+
+def test_eval_reports_a_tiled_segmenter_as_tiled(trained, tmp_path):
+    tiled = tmp_path / "tiled.pt"
+    assert main(["calibrate-vision", "--model", str(trained / "model.pt"), "--out", str(tiled), "--tiles", "16/8",
+                 "--threshold", "0.5"]) == 0
+    assert main(["eval-vision", "--model", str(tiled), "--out", str(tmp_path / "ev"), *EVAL]) == 0
+    report = json.loads((tmp_path / "ev" / "metrics.json").read_text())
+    assert report["model"]["tiling"] == {"size_px": 16, "stride_px": 8} and report["model"]["threshold"] == 0.5

@@ -20,6 +20,7 @@ from grasp_s2r.vision.training.calibrate import CalibrationConfig, parse_tiles
 RESUME_HINT = "nothing was written (the checkpoint is written at the end): run the same command again"
 """What an interrupted ``grasp-s2r`` run of this command says (``cli.main``)."""
 
+
 def _threshold_text(text: str) -> float:
     from grasp_s2r.vision.networks.segmenter import check_threshold
 

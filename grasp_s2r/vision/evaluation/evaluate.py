@@ -115,7 +115,8 @@ def _evaluate_loaded(segmenter: Segmenter, model_path: Path, *, cfg: VisionEvalC
     report = {
         "format": EVAL_FORMAT_NAME, "format_version": EVAL_FORMAT_VERSION,
         "model": {"path": str(Path(model_path).resolve()), "architecture": segmenter.config["architecture"],
-                  "input_hw": list(hw), "step": segmenter.config.get("step"), "threshold": segmenter.threshold},
+                  "input_hw": list(hw), "step": segmenter.config.get("step"), "threshold": segmenter.threshold,
+                  "tiling": segmenter.tiling.as_dict() if segmenter.tiling else None},
         "source": source, "config": cfg.to_dict(), "device": str(segmenter.device),
         "metrics": summarize(counts, cfg.min_detection_px),
         "by_width": metrics_by_width(pred, target, cfg.min_detection_px),
