@@ -180,9 +180,8 @@ class Segmenter:
         self.input_hw = (int(input_hw[0]), int(input_hw[1]))
         self.threshold = check_threshold(threshold)
         """Probability above which a pixel is the sphere (the checkpoint's calibrated one when it has one)."""
-        if tiling is not None and tiling.size_px > min(self.input_hw):
-            h, w = self.input_hw
-            raise ValueError(f"tiles of {tiling.size_px} px do not fit the segmenter's {h}x{w} px input")
+        if tiling is not None:
+            tiling.starts(min(self.input_hw))  # ValueError when its windows do not fit the input
         self.tiling = tiling
         """How the sphere is predicted: tile by tile (:class:`Tiling`), or None: the whole ``input_hw`` image."""
         self.config = config
