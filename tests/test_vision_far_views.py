@@ -71,6 +71,28 @@ def test_every_photo_can_become_a_table_with_enough_textures():
         many.close()
 
 
+def test_recolouring_changes_a_share_of_the_photo_table_textures_and_keeps_their_crops():
+    # GIVEN the same photo-table textures without recolouring, with half of them and with all of them recoloured
+    photos = load_backgrounds("train")
+    view = ViewConfig(photo_textures=16)
+    samplers = [SimViewSampler(env_config_for(32), view, table_photos=photos, texture_seed=3, recolor_prob=p)
+                for p in (0.0, 0.5, 1.0)]
+    try:
+        for s in samplers:
+            s._photo_texture_ids()  # loads the textures
+        plain, half, every = (s._photo_texture_rgb for s in samplers)
+        changed = [[not np.array_equal(a, b) for a, b in zip(plain, other)] for other in (half, every)]
+        # THEN recolouring changes about its share of the textures; a recoloured one keeps its crop's edges
+        assert all(changed[1]) and 3 <= sum(changed[0]) <= 13
+        assert [a.shape for a in plain] == [b.shape for b in every]
+        grey = [np.asarray(t, np.float32).mean(axis=2) for t in (plain[0], every[0])]
+        edges = [np.abs(np.diff(g, axis=1)).ravel() for g in grey]
+        assert abs(np.corrcoef(*edges)[0, 1]) > 0.3
+    finally:
+        for s in samplers:
+            s.close()
+
+
 @pytest.mark.parametrize("bad", [{"far_view_prob": 1.5}, {"far_view_height_m": (0.2, 0.1)}, {"photo_textures": 0}])
 def test_bad_far_view_settings_are_refused(bad):
     with pytest.raises(ValueError):

@@ -58,7 +58,7 @@ OPTIONS = (
            "--unshuffle, a plain U-Net of the same --width and --depth)",
            "init_checkpoint", convert=lambda p: str(Path(p).resolve()),
            show=lambda c: c or "none: random weights"),
-    Option("--recolor-prob", "share of background crops with randomized colours", "data.background_recolor_prob",
+    Option("--recolor-prob", "share of background crops, and of photo-table textures, with randomized colours", "data.background_recolor_prob",
            type=float),
     Option("--camouflage-prob", "share of spheres recoloured like the photo around them",
            "data.composite.camouflage_prob", type=float),

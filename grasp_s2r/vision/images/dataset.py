@@ -90,8 +90,9 @@ class DataConfig:
     renders_per_view: int = 4
     """Composites made from one sim render (different photo crops and augmentations)."""
     background_recolor_prob: float = 0.0
-    """Share of background crops whose colours are randomized (:func:`backgrounds.recolor`); an option of
-    training (``train-vision --recolor-prob``), 0 in evaluation, so held-out photos are shown as they are."""
+    """Share of background crops, and of the photo tables' textures, whose colours are randomized
+    (:func:`backgrounds.recolor`); an option of training (``train-vision --recolor-prob``), 0 in evaluation, so
+    held-out photos are shown as they are."""
     mix: BackgroundMix = field(default_factory=BackgroundMix)
     """Background kinds and their weights (default: photos only, the evaluation composites)."""
     reshade: ReshadeConfig = field(default_factory=ReshadeConfig)
@@ -152,7 +153,8 @@ class CompositeDataset(Dataset):
     def _new_sampler(self) -> SimViewSampler:
         photos = self.backgrounds if self.data.mix.photo_table > 0 else None
         return SimViewSampler(self.env_config, self.data.view, table_photos=photos,
-                              texture_seed=self.seed * len(STREAMS) + STREAMS[self.stream])
+                              texture_seed=self.seed * len(STREAMS) + STREAMS[self.stream],
+                              recolor_prob=self.data.background_recolor_prob)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()  # never ship a connected PyBullet client to another process

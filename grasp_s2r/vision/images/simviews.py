@@ -26,6 +26,7 @@ from grasp_s2r.sim.table_texture import (
     photo_textures,
     set_table_texture,
 )
+from grasp_s2r.vision.images.backgrounds import recolor
 from grasp_s2r.vision.images.reshade import grey_albedo
 
 __all__ = ["PHOTO_TEXTURE_TILE_PX", "SimViewSampler", "ViewConfig", "photo_texture"]
@@ -111,16 +112,18 @@ class SimViewSampler:
     """Renders one randomized view per seed; owns a :class:`GraspEnv` made on first use.
 
     ``table_photos``: photos for :meth:`render` ``photo_table=True``; ``n_photo_textures`` crops of them are loaded
-    as textures once per client (crop ``k`` from ``texture_seed`` and ``k``).
+    as textures once per client (crop ``k`` from ``texture_seed`` and ``k``), a ``recolor_prob`` share of them with
+    randomized colours (:func:`~grasp_s2r.vision.images.backgrounds.recolor`, training only: ``--recolor-prob``).
     """
 
     def __init__(self, env_config: EnvConfig, view: ViewConfig, table_photos: list[np.ndarray] | None = None,
-                 n_photo_textures: int | None = None, texture_seed: int = 0):
+                 n_photo_textures: int | None = None, texture_seed: int = 0, recolor_prob: float = 0.0):
         self.env_config = env_config
         self.view = view
         self.table_photos = table_photos or []
         self.n_photo_textures = view.photo_textures if n_photo_textures is None else n_photo_textures
         self.texture_seed = texture_seed
+        self.recolor_prob = float(recolor_prob)
         self._env: GraspEnv | None = None
         self._photo_textures: list[int] = []
         self._photo_texture_rgb: list[np.ndarray] = []
@@ -136,6 +139,9 @@ class SimViewSampler:
             if not self.table_photos:
                 raise ValueError("photo_table views need table_photos")
             textures = photo_textures(self.table_photos, self.n_photo_textures, self.texture_seed)
+            if self.recolor_prob > 0:  # texture k's own stream: the crops stay those of recolor_prob 0
+                rngs = [np.random.default_rng([self.texture_seed, k, 1]) for k in range(len(textures))]
+                textures = [recolor(t, r) if r.random() < self.recolor_prob else t for t, r in zip(textures, rngs)]
             self._photo_textures = load_textures(self.env.client, textures)
             self._photo_texture_rgb = textures
         return self._photo_textures
