@@ -54,6 +54,20 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def threshold(text: str) -> float:
+    """A segmenter's probability threshold, in (0, 1) (``vision.networks.segmenter.check_threshold``)."""
+    from grasp_s2r.vision.networks.segmenter import check_threshold
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    try:
+        return check_threshold(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def torch_device(text: str) -> str:
     """A ``--device`` value: ``cpu``, ``cuda`` or ``cuda:N`` where CUDA is present (N below its device count), ``mps``
     where present ("" = the default); any other torch device type (meta, xla, ...) is refused."""

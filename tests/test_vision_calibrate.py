@@ -115,8 +115,9 @@ def test_calibrate_vision_tiles_sets_how_the_segmenter_predicts_and_calibrates_i
         assert main(["calibrate-vision", "--model", str(tiled), "--n-images", "32", "--tiles", bad]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "tile" in err, err
-    for bad in ("0", "1", "-0.2", "x"):
+    for bad, why in (("0", "threshold must be in (0, 1), got 0.0"), ("1", "threshold must be in (0, 1), got 1.0"),
+                     ("-0.2", "threshold must be in (0, 1), got -0.2"), ("x", "invalid float value: 'x'")):
         with pytest.raises(SystemExit) as exit_:
             main(["calibrate-vision", "--model", str(tiled), "--threshold", bad])
-        assert exit_.value.code == 2 and "expected a probability in (0, 1)" in capsys.readouterr().err
+        assert exit_.value.code == 2 and f"argument --threshold: {why}" in capsys.readouterr().err
     assert tiled.read_bytes() == before

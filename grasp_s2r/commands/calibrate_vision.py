@@ -13,21 +13,13 @@ from grasp_s2r.options import (
     config_from_options,
     non_negative_int,
     positive_int,
+    threshold,
     torch_device,
 )
 from grasp_s2r.vision.training.calibrate import CalibrationConfig, parse_tiles
 
 RESUME_HINT = "nothing was written (the checkpoint is written at the end): run the same command again"
 """What an interrupted ``grasp-s2r`` run of this command says (``cli.main``)."""
-
-
-def _threshold_text(text: str) -> float:
-    from grasp_s2r.vision.networks.segmenter import check_threshold
-
-    try:
-        return check_threshold(float(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a probability in (0, 1), got {text!r}") from None
 
 
 OPTIONS = (
@@ -38,7 +30,7 @@ OPTIONS = (
     Option("--backgrounds", "your own photos folder (its training split)", "backgrounds", metavar="DIR",
            show=lambda b: b or "the embedded photos"),
     Option("--threshold", "set this threshold as it is, in (0, 1), instead of calibrating one", "threshold",
-           type=_threshold_text, show=lambda t: t or "the break-even one, calibrated"),
+           type=threshold, show=lambda t: t or "the break-even one, calibrated"),
     Option("--tiles", "predict tile by tile, SIZE/STRIDE in px (e.g. 32/16; a network trained on SIZE px crops), "
            "or 'none': the whole image", "tiles", metavar="SIZE/STRIDE|none",
            show=lambda t: t or "as the checkpoint does now"),

@@ -19,13 +19,14 @@ from grasp_s2r.options import (
     config_from_options,
     non_negative_int,
     positive_int,
+    threshold,
     torch_device,
 )
 from grasp_s2r.vision.evaluation.evaluate import EvalResult, VisionEvalConfig, evaluate_segmenter, evaluate_suites
 from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table, format_width_table
 from grasp_s2r.vision.images.backgrounds import BackgroundError
 from grasp_s2r.vision.images.folder import DataFolderError
-from grasp_s2r.vision.networks.segmenter import CheckpointError, check_threshold, default_checkpoint_path
+from grasp_s2r.vision.networks.segmenter import CheckpointError, default_checkpoint_path
 from grasp_s2r.vision.testsets.suites import SUITE_ALL, SUITES, SuiteError, resolve_suites
 
 RESUME_HINT = "an evaluation keeps no partial results: run the same command again"
@@ -56,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/eval-vision"),
                         help="folder for metrics.json and overlays.png (default: runs/eval-vision)")
     parser.add_argument("--save-overlays", action="store_true", help="write overlays.png (TP green, FP red, FN blue)")
-    parser.add_argument("--threshold", type=float, default=None,
+    parser.add_argument("--threshold", type=threshold, default=None,
                         help="probability threshold of a sphere pixel (default: the checkpoint's, else 0.5)")
     parser.add_argument("--device", type=torch_device, default=None,
                         help="torch device (default: cuda when present, else cpu)")
@@ -98,11 +99,6 @@ def _write_json(report: dict, path: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.threshold is not None:
-        try:
-            check_threshold(args.threshold)
-        except ValueError as e:
-            raise UsageError(f"--{e}") from None
     suites = _suites(args)
     model = args.model or default_checkpoint_path()
     if model.is_dir():
