@@ -2,17 +2,18 @@
 validation episodes, as the expert itself and as controllers trained to imitate it.
 
     python benchmarks/search_recipe.py --photos DIR [--controllers RUN/policy.pt,...] [--episodes 300]
-        [--conditions start-out-of-view,table-photo-unseen] [--workers 2] [--save]
+        [--conditions start-out-of-view,table-photo-unseen] [--vision SEGMENTER.pt] [--workers 2] [--save]
 
 On tables it never saw, the shipped system fails where its segmenter misses a sphere 2-3 px wide at the search
 height (``error_budget.py``). Two rows of figures, on the same validation episodes (``DIR``'s photos as the table for
 ``table-photo-unseen``; the training photos elsewhere):
 
-- **the expert as the agent** (a ceiling): the observable expert itself acts, on the shipped segmenter's masks, and
+- **the expert as the agent** (a ceiling): the observable expert itself acts, on the segmenter's masks (the shipped
+  one, or ``--vision``), and
   counts the sphere as seen only where the mask touches it (``SearchConfig.learner_sees="sphere"``: it never follows
   a false detection, and where the segmenter misses the sphere it searches), for each search of :data:`SEARCHES`;
 - **controllers**: the shipped one, then each of ``--controllers`` (``grasp-s2r dagger`` runs trained with a
-  search's options), over the shipped segmenter's masks.
+  search's options), over the same masks.
 
 The gap between the two is what the controller does not learn of the expert's search. Writes
 ``runs/benchmarks/search_recipe.json`` (``--save``: ``benchmarks/results/``).
@@ -59,6 +60,8 @@ def main() -> int:
     p.add_argument("--controllers", default="", help="comma-separated policy.pt files besides the shipped one")
     p.add_argument("--episodes", type=int, default=300, help="validation episodes a condition (default 300)")
     p.add_argument("--conditions", default=f"start-out-of-view,{UNSEEN_TABLE}", help="validation conditions")
+    p.add_argument("--vision", default="", help="segmenter checkpoint whose masks every agent acts on (default: the "
+                                                "shipped one)")
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
     add_json_argument(p, "search_recipe")
     args = p.parse_args()
@@ -66,12 +69,14 @@ def main() -> int:
         sys.exit(f"search_recipe: --photos {args.photos} is not a folder")
     controllers = [str(default_controller_path()), *filter(None, args.controllers.split(","))]
     missing = [c for c in controllers if not Path(c).is_file()]
+    if args.vision and not Path(args.vision).is_file():
+        sys.exit(f"search_recipe: --vision {args.vision} is not a file")
     if missing or args.episodes < 1:
         sys.exit(f"search_recipe: no such controller: {', '.join(missing)}" if missing else
                  "search_recipe: --episodes must be >= 1")
     torch.set_num_threads(1)
     conditions = [validation_condition(c, str(args.photos)) for c in args.conditions.split(",")]
-    masks = make_mask_source("predicted", "", "cpu")
+    masks = make_mask_source("predicted", args.vision, "cpu")
     env = control_env_config()
 
     def requests(actor=LEARNER):
@@ -96,6 +101,7 @@ def main() -> int:
         print(f"{row['agent']:10s} {row['name']:45s} " + "  ".join(
             f"{c}: {format_rate(v['successes'], v['episodes'])}" for c, v in row["conditions"].items()), flush=True)
     write_results(args.json, "search_recipe", {"photos": args.photos.name, "episodes": args.episodes,
+                                               **({"vision": display_path(args.vision)} if args.vision else {}),
                                                "conditions": [c.name for c in conditions], "rows": rows}, args)
     return 0
 

@@ -331,16 +331,21 @@ def _misses_text(misses: dict[str, dict]) -> str:
 
 
 def search_recipe_table(d: Path) -> str:
-    """``search_recipe``: the observable expert acting on the segmenter's masks with each search, then the shipped
-    controller and controllers trained to imitate a search, on the same validation episodes."""
-    res = load("search_recipe", d)
-    if res is None:
+    """``search_recipe`` (and ``search_recipe-2``, ... with ``--vision``): the observable expert acting on a
+    segmenter's masks with each search, then the shipped controller and controllers trained to imitate a search, on
+    the same validation episodes; a table a segmenter."""
+    loaded = [(name, res) for name in numbered_runs(d, "search_recipe") if (res := load(name, d)) is not None]
+    if not loaded:
         return not_measured("search_recipe")
-    f = res["figures"]
-    rows = [(f"expert: {r['name']}" if r["agent"] == "expert" else f"controller: `{r['name']}`",
-             *(rate_ci(v) for v in r["conditions"].values()))
-            for r in f["rows"]]
-    return (md_table(("agent", *(f"`{c}`" for c in f["conditions"])), rows)
-            + f"\n\nSuccess in % (95 % CI), {f['episodes']} validation episodes a condition (`{f['photos']}` as the "
-            f"table of `{UNSEEN}`, the training photos elsewhere), the shipped segmenter's masks. The expert counts the "
-            "sphere as seen where the mask touches it. " + provenance("search_recipe", res))
+    parts = []
+    for name, res in loaded:
+        f = res["figures"]
+        rows = [(f"expert: {r['name']}" if r["agent"] == "expert" else f"controller: `{r['name']}`",
+                 *(rate_ci(v) for v in r["conditions"].values()))
+                for r in f["rows"]]
+        masks = f"`{f['vision']}`'s masks" if f.get("vision") else "the shipped segmenter's masks"
+        parts.append(md_table(("agent", *(f"`{c}`" for c in f["conditions"])), rows)
+                     + f"\n\nSuccess in % (95 % CI), {f['episodes']} validation episodes a condition (`{f['photos']}` "
+                     f"as the table of `{UNSEEN}`, the training photos elsewhere), {masks}. The expert counts the "
+                     "sphere as seen where the mask touches it. " + provenance(name, res))
+    return "\n\n".join(parts)
