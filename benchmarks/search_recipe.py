@@ -2,16 +2,16 @@
 validation episodes, as the expert itself and as controllers trained to imitate it.
 
     python benchmarks/search_recipe.py --photos DIR [--controllers RUN/policy.pt,...] [--episodes 300]
-        [--conditions start-out-of-view,table-photo-unseen] [--vision SEGMENTER.pt] [--workers 2] [--save]
+        [--conditions start-out-of-view,table-photo-unseen] [--vision SEGMENTER.pt] [--search-heights 0.11,0.08] [--workers 2] [--save]
 
 On tables it never saw, the shipped system fails where its segmenter misses a sphere 2-3 px wide at the search
 height (``error_budget.py``). Two rows of figures, on the same validation episodes (``DIR``'s photos as the table for
 ``table-photo-unseen``; the training photos elsewhere):
 
 - **the expert as the agent** (a ceiling): the observable expert itself acts, on the segmenter's masks (the shipped
-  one, or ``--vision``), and
-  counts the sphere as seen only where the mask touches it (``SearchConfig.learner_sees="sphere"``: it never follows
-  a false detection, and where the segmenter misses the sphere it searches), for each search of :data:`SEARCHES`;
+  one, or ``--vision``), and counts the sphere as seen only where the mask touches it
+  (``SearchConfig.learner_sees="sphere"``: it never follows a false detection, and where the segmenter misses the
+  sphere it searches), for each search of :data:`SEARCHES` (or of ``--search-heights``);
 - **controllers**: the shipped one, then each of ``--controllers`` (``grasp-s2r dagger`` runs trained with a
   search's options), over the same masks.
 
@@ -60,6 +60,8 @@ def main() -> int:
     p.add_argument("--controllers", default="", help="comma-separated policy.pt files besides the shipped one")
     p.add_argument("--episodes", type=int, default=300, help="validation episodes a condition (default 300)")
     p.add_argument("--conditions", default=f"start-out-of-view,{UNSEEN_TABLE}", help="validation conditions")
+    p.add_argument("--search-heights", default="", help="comma-separated search heights (m) to compare instead of "
+                                                        "the searches of SEARCHES")
     p.add_argument("--vision", default="", help="segmenter checkpoint whose masks every agent acts on (default: the "
                                                 "shipped one)")
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
@@ -74,10 +76,20 @@ def main() -> int:
     if missing or args.episodes < 1:
         sys.exit(f"search_recipe: no such controller: {', '.join(missing)}" if missing else
                  "search_recipe: --episodes must be >= 1")
+    env = control_env_config()
+    top = env.scene.workspace_max_height_m
+    try:
+        searches = {f"search at {h:g} m": {"search_height_m": h}
+                    for h in map(float, filter(None, args.search_heights.split(",")))} or SEARCHES
+        for fields in searches.values():
+            SearchConfig(**fields)
+            if fields["search_height_m"] > top:
+                raise ValueError(f"a search height above the workspace's top ({top} m)")
+    except ValueError as e:
+        sys.exit(f"search_recipe: --search-heights {args.search_heights!r}: {e}")
     torch.set_num_threads(1)
     conditions = [validation_condition(c, str(args.photos)) for c in args.conditions.split(",")]
     masks = make_mask_source("predicted", args.vision, "cpu")
-    env = control_env_config()
 
     def requests(actor=LEARNER):
         return [EpisodeRequest(seed=VALIDATION_BASE + i, condition=c, actor=actor)
@@ -87,7 +99,7 @@ def main() -> int:
         return {c.name: success_counts(records[k * args.episodes:(k + 1) * args.episodes]) for k, c in enumerate(conditions)}
 
     rows = []
-    for name, fields in SEARCHES.items():
+    for name, fields in searches.items():
         search = SearchConfig(**fields, learner_sees="sphere")
         with RolloutPool(env, args.workers, observable_expert=True, search=search) as pool:
             recs = pool.run(requests(EXPERT), None, masks, record=lambda i: False, progress=True, desc=name)
