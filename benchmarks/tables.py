@@ -55,6 +55,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "sphere_context": training.sphere_context_table,
     "error_budget": training.error_budget_table,
     "search_recipe": training.search_recipe_table,
+    "test_time_remedies": training.test_time_remedies_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")

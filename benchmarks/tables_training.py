@@ -349,3 +349,30 @@ def search_recipe_table(d: Path) -> str:
                      f"as the table of `{UNSEEN}`, the training photos elsewhere), {masks}. The expert counts the "
                      "sphere as seen where the mask touches it. " + provenance(name, res))
     return "\n\n".join(parts)
+
+
+def test_time_remedies_table(d: Path) -> str:
+    """``test_time_remedies`` (and ``-2``, ...): the shipped segmenter changed at test time, per frame and end to end,
+    one table a run."""
+    loaded = [(name, res) for name in numbered_runs(d, "test_time_remedies") if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured("test_time_remedies")
+
+    def cell(m: dict) -> str:
+        return f"{m['found_rate']:.3f} / {m['false_detection_rate']:.3f}"
+
+    def folder(path: str) -> str:  # own_scene.py's parts by their set: mate-backgrounds/test
+        p = Path(path)
+        return f"{p.parent.name}/{p.name}" if p.name in ("tune", "test") else p.name
+
+    parts = []
+    for name, res in loaded:
+        f = res["figures"]
+        stats = "the same photos' other views" if f["stats_photos"] == f["photos"] else f"`{folder(f['stats_photos'])}`"
+        rows = [(label, cell(r["far"]), cell(r["all"]), rate_ci(r[UNSEEN]) if UNSEEN in r else "-")
+                for label, r in f["rows"].items()]
+        parts.append(md_table((f"the shipped segmenter, `{folder(f['photos'])}` as the table", "far: found / false det.",
+                               "all heights: found / false det.", f"{UNSEEN}, {f['episodes']} episodes"), rows)
+                     + f"\n\n{f['views']} views a set; AdaBN's statistics from {f['bn_views']} views of {stats}. "
+                     + provenance(name, res))
+    return "\n\n".join(parts)

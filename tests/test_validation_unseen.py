@@ -104,3 +104,27 @@ def test_error_budget_removes_one_kind_of_error_and_sorts_frames_by_height(tmp_p
     frames = sum(h[k]["frames"] for h in f["by_height"] for k in ("failed", "succeeded"))
     assert frames > 0 and f["by_height"][0]["height_cm"] == [0, 2]
     assert set(f["misses"]) == {"failed", "succeeded"}
+
+
+def test_adabn_re_estimates_only_the_batch_norm_statistics_on_the_given_frames(tmp_path):
+    """test_time_remedies.adabn_checkpoint: every weight as shipped, only the running statistics re-estimated; the
+    first batch norm's running mean is the average of the first convolution's per-batch output means over the frames;
+    the source recorded."""
+    import test_time_remedies as ttr
+    import torch
+
+    from grasp_s2r.vision.networks.model import to_input_tensor
+    from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path, read_checkpoint
+
+    rgb = np.random.default_rng(0).integers(0, 256, (80, 64, 64, 3), dtype=np.uint8)  # two batches: 64 + 16
+    out = ttr.adabn_checkpoint(Path(default_checkpoint_path()), rgb, tmp_path / "adabn.pt", {"photos": "noise"})
+    before, after = read_checkpoint(default_checkpoint_path()), read_checkpoint(out)
+    assert after["batchnorm_statistics"] == {"photos": "noise", "layers": 14, "frames": 80}
+    changed = {k for k, v in before["state_dict"].items() if not torch.equal(v, after["state_dict"][k])}
+    assert changed and all(k.rsplit(".", 1)[1] in ("running_mean", "running_var", "num_batches_tracked")
+                           for k in changed)
+    conv = Segmenter.load(default_checkpoint_path(), device="cpu").model.down[0][0]
+    # the cumulative average of per-batch statistics, batches weighted equally (PyTorch's momentum=None)
+    means = [conv(to_input_tensor(rgb[i:i + 64])).detach().mean((0, 2, 3)) for i in (0, 64)]
+    assert torch.allclose(after["state_dict"]["down.0.0.weight"], before["state_dict"]["down.0.0.weight"])
+    assert torch.allclose(after["state_dict"]["down.0.1.running_mean"], (means[0] + means[1]) / 2, atol=1e-4)
