@@ -40,6 +40,9 @@ OPTIONS = (
     Option("--unshuffle", "U-Net reading S x S pixel blocks as channels, its logits put back per pixel: every camera "
            "pixel at about the multiply-adds of an image S times smaller (1: plain)", "unshuffle",
            type=positive_int, metavar="S"),
+    Option("--anomaly", "U-Net reading K colour-anomaly maps beside the colours (each pixel's colour against the ring "
+           "of colours around it: vision/networks/anomaly.py; 0: the colours only)", "anomaly", type=non_negative_int,
+           metavar="K"),
     Option("--image-size", "square input / camera size in px", "image_size_px", type=positive_int),
     Option("--seed", "seed of weights and composites", "seed", type=non_negative_int),
     Option("--val-every", "validate (and checkpoint) every N steps", "val_every", also=("checkpoint_every",),

@@ -13,6 +13,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from grasp_s2r.vision.networks.anomaly import ANOMALY_WINDOWS_PX, local_anomaly
+
 Architecture = Literal["unet", "lraspp"]
 ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
 """Names accepted by :func:`build_model`."""
@@ -39,19 +41,26 @@ def _conv_block(c_in: int, c_out: int) -> nn.Sequential:
 class UNet(nn.Module):
     """Compact U-Net: ``depth`` 2x poolings, ``width`` channels at full resolution, doubling per level.
 
+    ``anomaly`` k > 0: the first k colour-anomaly maps of each image (:func:`~grasp_s2r.vision.networks.anomaly.
+    local_anomaly`, no weights) are read beside its colours.
+
     ``unshuffle`` s > 1: the image's s x s pixel blocks are stacked as channels first (``pixel_unshuffle``: 3 s^2
     channels at 1/s of the side, nothing lost) and the head predicts s^2 logits a block, put back in place
     (``pixel_shuffle``): the network sees every camera pixel at about the multiply-adds of one at 1/s the side.
     """
 
-    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1):
+    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0):
         super().__init__()
         if unshuffle < 1:
             raise ValueError(f"unshuffle must be >= 1, got {unshuffle}")
+        if not 0 <= anomaly <= len(ANOMALY_WINDOWS_PX):
+            raise ValueError(f"anomaly must be in [0, {len(ANOMALY_WINDOWS_PX)}], got {anomaly}")
         self.unshuffle = int(unshuffle)
+        self.anomaly = int(anomaly)
+        """Colour-anomaly maps read beside the colours (``vision/networks/anomaly.py``); 0: the colours only."""
         s2 = self.unshuffle**2
         chans = [width * 2**i for i in range(depth + 1)]
-        self.down = nn.ModuleList([_conv_block(3 * s2, chans[0])])
+        self.down = nn.ModuleList([_conv_block((3 + self.anomaly) * s2, chans[0])])
         self.down.extend(_conv_block(chans[i], chans[i + 1]) for i in range(depth))
         self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
         self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i]) for i in reversed(range(depth)))
@@ -61,6 +70,8 @@ class UNet(nn.Module):
 
     def _decoded(self, x: torch.Tensor) -> torch.Tensor:
         """The last decoder block's output float (N, width, H/s, W/s)."""
+        if self.anomaly:
+            x = torch.cat([x, local_anomaly(x, ANOMALY_WINDOWS_PX[:self.anomaly]).to(x.dtype)], dim=1)
         if self.unshuffle > 1:
             x = F.pixel_unshuffle(x, self.unshuffle)
         skips = []

@@ -154,13 +154,17 @@ def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
 
 
 def _widens(init: dict[str, Any], cfg: SegmenterTrainConfig) -> bool:
-    """Whether ``init`` is a narrower U-Net of this run's depth, or a plain one of its width and depth for a run with
-    ``unshuffle`` (``vision/networks/widen.py``)."""
+    """Whether ``init`` is a narrower U-Net of this run's depth (or one reading fewer colour-anomaly maps), or a plain
+    one of its width and depth for a run with ``unshuffle`` (``vision/networks/widen.py``)."""
     kwargs = dict(init["arch_kwargs"])
     if not (init["architecture"] == cfg.architecture == "unet" and kwargs.get("depth") == cfg.depth
             and kwargs.get("unshuffle", 1) == 1):
         return False
-    return kwargs.get("width") == cfg.width if cfg.unshuffle > 1 else kwargs.get("width", cfg.width) < cfg.width
+    width, anomaly = kwargs.get("width", cfg.width), kwargs.get("anomaly", 0)
+    if cfg.unshuffle > 1:
+        return width == cfg.width and anomaly == cfg.anomaly
+    # wider, or reading more anomaly maps (their first-layer weights start at zero), or both
+    return width <= cfg.width and anomaly <= cfg.anomaly and (width, anomaly) != (cfg.width, cfg.anomaly)
 
 
 def _load_initial_weights(model: torch.nn.Module, cfg: SegmenterTrainConfig) -> None:

@@ -13,6 +13,7 @@ from torch.nn import functional as F
 from grasp_s2r.configs import to_dict
 from grasp_s2r.vision.images.crops import CropConfig
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, DataConfig
+from grasp_s2r.vision.networks.anomaly import ANOMALY_WINDOWS_PX
 from grasp_s2r.vision.networks.model import ARCHITECTURES, Architecture
 
 DEFAULT_CROP_PX = 32
@@ -35,6 +36,9 @@ class SegmenterTrainConfig:
     """U-Net poolings (ignored by other architectures)."""
     unshuffle: int = 1
     """U-Net reading s x s pixel blocks as channels (``UNet(unshuffle=s)``); 1 = plain."""
+    anomaly: int = 0
+    """U-Net reading this many colour-anomaly maps beside the colours (``UNet(anomaly=k)``,
+    ``vision/networks/anomaly.py``); 0 = the colours only."""
     image_size_px: int = 64
     """Square input resolution = wrist camera resolution of the rendered views."""
     steps: int = 3000
@@ -104,6 +108,8 @@ class SegmenterTrainConfig:
             raise TrainError(f"image size must be a multiple of 8 and at least 16, got {self.image_size_px}")
         if self.unshuffle < 1 or (self.unshuffle > 1 and self.architecture != "unet"):
             raise TrainError(f"unshuffle must be >= 1 (> 1: a U-Net only), got {self.unshuffle}")
+        if not 0 <= self.anomaly <= len(ANOMALY_WINDOWS_PX) or (self.anomaly and self.architecture != "unet"):
+            raise TrainError(f"anomaly must be in [0, {len(ANOMALY_WINDOWS_PX)}] (> 0: a U-Net only), got {self.anomaly}")
         if self.image_size_px % (8 * self.unshuffle):
             raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs an image size a multiple of "
                              f"{8 * self.unshuffle}, got {self.image_size_px}")
@@ -145,7 +151,8 @@ class SegmenterTrainConfig:
     def arch_kwargs(self) -> dict[str, Any]:
         if self.architecture != "unet":
             return {}
-        return {"width": self.width, "depth": self.depth, **({"unshuffle": self.unshuffle} if self.unshuffle > 1 else {})}
+        return {"width": self.width, "depth": self.depth, **({"unshuffle": self.unshuffle} if self.unshuffle > 1 else {}),
+                **({"anomaly": self.anomaly} if self.anomaly else {})}
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
