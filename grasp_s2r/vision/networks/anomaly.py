@@ -37,6 +37,7 @@ _ADJ = ((3, 2, 1, 0, 1, 0), (5, 4, 4, 5, 2, 3), (4, 1, 2, 2, 0, 1), (4, 5, 3, 2,
 """The adjugate's entries of a b c / b d e / c e f as ``m[p] * m[q] - m[r] * m[s]`` (df - ee, ce - bf, be - cd,
 af - cc, bc - ae, ad - bb), by entry indices."""
 _OFF_DIAGONAL_TWICE = (1.0, 2.0, 2.0, 1.0, 2.0, 1.0)
+"""Each entry's count in the quadratic form d^T A d: an off-diagonal one appears twice."""
 
 
 def _box_sums(x: torch.Tensor, side: int) -> torch.Tensor:

@@ -8,6 +8,9 @@ the old channels, and the logits, are exactly those of the narrow network at the
 batch norm is per channel), and the new channels join as training moves those zero weights (Net2Net's
 function-preserving widening by zero extension; Chen et al. 2016).
 
+A U-Net that reads colour-anomaly maps beside the colours (``UNet(anomaly=k)``, ``train-vision --anomaly k --init``
+a checkpoint reading fewer) is widened the same way at its input: the maps' first-layer weights start at zero.
+
 The same holds for a U-Net that reads s x s pixel blocks (``UNet(unshuffle=s)``, ``train-vision --unshuffle 2
 --image-size 128 --init`` a 64 px checkpoint): its first conv reads each block's pixels with the plain network's
 weights over s^2, and its head repeats the plain one's logit over the block, so at the start it computes the plain
