@@ -82,8 +82,10 @@ def test_eval_reports_and_overrides_the_threshold(trained, tmp_path, capsys):
     low = json.loads((tmp_path / "low" / "metrics.json").read_text())
     assert low["model"]["threshold"] == 0.01 and "(threshold 0.010)" in capsys.readouterr().out
     assert low["metrics"]["recall"] >= own["metrics"]["recall"]  # a lower threshold never loses a pixel
-    assert main(["eval-vision", "--model", str(trained / "model.pt"), "--threshold", "1.5", *EVAL]) == 2
-    assert "--threshold must be in (0, 1)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # refused while parsing, as calibrate-vision's (options.threshold)
+        main(["eval-vision", "--model", str(trained / "model.pt"), "--threshold", "1.5", *EVAL])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --threshold: threshold must be in (0, 1), got 1.5" in err, err
 
 
 def test_resume_continues_and_guards(trained, capsys):
