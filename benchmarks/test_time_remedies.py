@@ -53,6 +53,8 @@ BN_VIEW_SEED_BASE = {"far": 8_000_000, "all": 9_000_000}
 """Seeds of the views the batch-norm statistics are re-estimated on (no other run's, the per-frame views' included)."""
 SUPERSAMPLE = 4
 """The anti-aliased camera renders at this many times the side, then area-averages (``cv2.INTER_AREA``)."""
+ADABN = "batch-norm statistics of the scene's own views (AdaBN)"
+"""The row of the checkpoint with re-estimated statistics, per frame and end to end."""
 THRESHOLD = 0.5
 """The shipped checkpoint's threshold, applied to the merged probabilities too."""
 
@@ -146,13 +148,15 @@ def main() -> int:
     adabn = adabn_checkpoint(shipped, stats_rgb, args.out / "adabn.pt",
                              {"photos": str(stats_photos), "views": len(stats_rgb), "seeds": BN_VIEW_SEED_BASE})
     segs = {"shipped": Segmenter.load(shipped, device="cpu"), "adabn": Segmenter.load(adabn, device="cpu")}
-    remedies = {**REMEDIES, "batch-norm statistics of the scene's own views (AdaBN)":
-                lambda _seg, rgb: segs["adabn"].predict(rgb)}
+    # each row: a remedy and the views it is asked on (the anti-aliased camera's are its own renders)
+    cases = {**{label: (remedy, views) for label, remedy in REMEDIES.items()},
+             ADABN: (lambda _seg, rgb: segs["adabn"].predict(rgb), views),
+             f"camera anti-aliased ({SUPERSAMPLE}x{SUPERSAMPLE} samples a pixel)":
+                 (REMEDIES["as seen"], supersampled_views(photos, args.views))}
     rows: dict[str, dict] = {}
-    anti_aliased = f"camera anti-aliased ({SUPERSAMPLE}x{SUPERSAMPLE} samples a pixel)"
-    for label, remedy in [*remedies.items(), (anti_aliased, REMEDIES["as seen"])]:
+    for label, (remedy, label_views) in cases.items():
         rows[label] = {}
-        for name, (rgb, masks) in (supersampled_views(photos, args.views) if label == anti_aliased else views).items():
+        for name, (rgb, masks) in label_views.items():
             m = pixel_metrics(remedy(segs["shipped"], rgb), masks)
             rows[label][name] = {k: float(m[k]) for k in METRICS}
         print(f"{label:52s} " + "   ".join(f"{name} found {r['found_rate']:.3f} false {r['false_detection_rate']:.3f}"
@@ -160,7 +164,7 @@ def main() -> int:
     if args.episodes:
         policy = Policy.load(Path(default_controller_path()), "cpu")[0]
         with RolloutPool(env_cfg, args.workers) as pool:
-            for label, path in (("as seen", shipped), ("batch-norm statistics of the scene's own views (AdaBN)", adabn)):
+            for label, path in (("as seen", shipped), (ADABN, adabn)):
                 rows[label].update(validate(pool, policy, make_mask_source("predicted", str(path), "cpu"),
                                             [UNSEEN_TABLE], args.episodes, label=label[:24],
                                             unseen_photos=str(args.photos)))

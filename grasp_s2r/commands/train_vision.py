@@ -57,7 +57,8 @@ OPTIONS = (
     Option("--full-size-share", "share of the steps, the last ones, on whole images (with crops)",
            "full_size_share", type=float),
     Option("--init", "start from this segmenter checkpoint's weights (fine-tuning; the same --arch and --width, or a "
-           "narrower U-Net of the same --depth, widened without changing its output; a U-Net at any --image-size; with "
+           "narrower U-Net of the same --depth, or one reading fewer --anomaly maps, widened without changing its output; "
+           "a U-Net at any --image-size; with "
            "--unshuffle, a plain U-Net of the same --width and --depth)",
            "init_checkpoint", convert=lambda p: str(Path(p).resolve()),
            show=lambda c: c or "none: random weights"),

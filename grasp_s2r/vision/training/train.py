@@ -148,8 +148,9 @@ def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
     if not same_size or not (same or _widens(init, cfg)):
         raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
                          f"{tuple(init['input_hw'])} px, this run is {cfg.architecture} {cfg.arch_kwargs} at "
-                         f"{cfg.image_size_px} px (a U-Net may start from a narrower one of its depth, "
-                         "not a wider one; one with --unshuffle from a plain one of its width and depth)")
+                         f"{cfg.image_size_px} px (a U-Net may start from a narrower one of its depth, or one "
+                         "reading fewer --anomaly maps, not a wider one; one with --unshuffle from a plain one of its "
+                         "width and depth)")
     return init
 
 
