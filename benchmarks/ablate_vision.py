@@ -51,6 +51,7 @@ ARMS: dict[str, list[str] | None] = {
     "+ wider look + corpus": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15",
                               "--shadow-sigma", "0.2,3", "--backgrounds", "{corpus}"],
     "+ relocated spheres": ["--relocate-prob", "0.5"],
+    "+ random convolution": ["--randconv-prob", "0.5"],
     "+ wider look + corpus + relocated": ["--grey-prob", "0.3", "--mirror-prob", "0.15", "--camouflage-prob", "0.15",
                                           "--shadow-sigma", "0.2,3", "--backgrounds", "{corpus}",
                                           "--relocate-prob", "0.5"],

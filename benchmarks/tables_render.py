@@ -35,6 +35,9 @@ COMMANDS = {
     "crop_recipe": "python benchmarks/crop_recipe.py --save",
     "ablate_vision-look": "python benchmarks/ablate_vision.py --out runs/look --steps 600 --lr 3e-4 --parallel 2 "
                           "--corpus CORPUS --arms ARMS --json benchmarks/results/ablate_vision-look.json",
+    "ablate_vision-randconv": "python benchmarks/ablate_vision.py --out runs/randconv --steps 600 --lr 3e-4 "
+                              "--parallel 2 --amp on --arms 'recipe,+ random convolution' "
+                              "--json benchmarks/results/ablate_vision-randconv.json",
     "ablate_vision-relocate-alone": "python benchmarks/ablate_vision.py --out runs/relocate-alone --steps 3000 "
                                     "--lr 3e-4 --parallel 1 --amp on --arms ARMS "
                                     "--json benchmarks/results/ablate_vision-relocate-alone.json",

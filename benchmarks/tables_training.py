@@ -81,11 +81,11 @@ def crop_recipe_table(d: Path) -> str:
         provenance("crop_recipe", res)
 
 
-LOOK_ABLATIONS = ("ablate_vision-relocate-alone", "ablate_vision-look", "ablate_vision-look3000",
-                  "ablate_vision-relocate")
+LOOK_ABLATIONS = ("ablate_vision-relocate-alone", "ablate_vision-look", "ablate_vision-randconv",
+                  "ablate_vision-look3000", "ablate_vision-relocate")
 """The sphere-look ablations on the val split, in the table's order: the shipped checkpoint as it is and the
-recipe with relocated spheres (3000 steps), the 600-step arms, the 3000-step arms, the wider look with relocated
-spheres."""
+recipe with relocated spheres (3000 steps), the 600-step arms (the recipe again beside random convolutions), the
+3000-step arms, the wider look with relocated spheres."""
 
 
 def sphere_look_table(d: Path) -> str:

@@ -220,6 +220,8 @@ CASES = [
     (f"{T} --distractor-prob nan", "distractor_prob must be in [0, 1], got nan"),
     (f"{T} --empty-view-prob -0.1", "empty_prob must be in [0, 1], got -0.1"),
     (f"{T} --blur-prob 1.5", "blur_prob must be in [0, 1], got 1.5"),
+    (f"{T} --randconv-prob 1.5", "randconv_prob must be in [0, 1], got 1.5"),
+    (f"{T} --randconv-prob nan", "randconv_prob must be in [0, 1], got nan"),
     (f"{T} --jpeg-prob nan", "jpeg_prob must be in [0, 1], got nan"),
     (f"{T} --noise-prob -1", "noise_prob must be in [0, 1], got -1.0"),
     (f"{T} --hard-share 0", "hard_share must be in (0, 1], got 0.0"),

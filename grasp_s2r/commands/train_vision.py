@@ -88,6 +88,9 @@ OPTIONS = (
     Option("--noise-prob", "share of composites with sensor noise", "data.augment.noise_prob", type=float),
     Option("--blur-prob", "share of composites blurred (defocus, motion)", "data.augment.blur_prob", type=float),
     Option("--jpeg-prob", "share of composites JPEG-compressed", "data.augment.jpeg_prob", type=float),
+    Option("--randconv-prob", "share of composites through a random convolution (colours and fine texture "
+           "remapped together, the sphere's and the table's: vision/images/augment.py)", "data.augment.randconv_prob",
+           type=float),
     Option("--empty-view-prob", "share of sim views without a sphere", "data.view.empty_prob", type=float),
     Option("--far-view-prob", "share of sim views from an episode's start and search heights (0.15-0.25 m: the "
            "sphere 2-4 px wide, the most table in view)", "data.view.far_view_prob", type=float),

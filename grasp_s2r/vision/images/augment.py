@@ -43,23 +43,71 @@ class AugmentConfig:
     """Max absolute affine rotation."""
     affine_translate: float = 0.06
     """Max absolute affine translation, as a fraction of the image size."""
+    randconv_prob: float = 0.0
+    """Random convolution of the whole composite (:class:`RandomConvolution`; Xu et al., ICLR 2021): its colours
+    and fine texture remapped by a random filter, the sphere with them. Training only (``train-vision
+    --randconv-prob``); 0: the transform is not in the pipeline, so the other transforms draw as before."""
+    randconv_kernels_px: tuple[int, ...] = (1, 3)
+    """Side lengths (odd, px) the random filter's is drawn from; 1 is a random colour mixing per pixel."""
 
     def __post_init__(self) -> None:
-        for name in ("color_jitter_prob", "noise_prob", "blur_prob", "jpeg_prob", "affine_prob"):
+        for name in ("color_jitter_prob", "noise_prob", "blur_prob", "jpeg_prob", "affine_prob", "randconv_prob"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if not self.randconv_kernels_px or any(k < 1 or k % 2 == 0 for k in self.randconv_kernels_px):
+            raise ValueError(f"randconv_kernels_px must be odd sizes >= 1, got {self.randconv_kernels_px}")
 
 
 NO_AUGMENT = AugmentConfig(color_jitter_prob=0.0, noise_prob=0.0, blur_prob=0.0, jpeg_prob=0.0, affine_prob=0.0)
 """Every transform off: composites exactly as pasted."""
 
 
+class RandomConvolution(A.ImageOnlyTransform):
+    """The image through a random convolution, 3 channels in and out (RandConv: Xu, Liu, Wang & Niethammer,
+    "Robust and generalizable visual representation learning via random convolutions", ICLR 2021).
+
+    The filter's side is drawn from ``kernels_px``, its weights from N(0, 1 / (side^2 * 3)) (He initialisation, so
+    an image keeps its scale); the output is set to the input's mean and spread over all pixels and channels, then
+    blended with the input by a uniform alpha: ``alpha * image + (1 - alpha) * convolved``. The same filter acts on
+    the sphere and on the table, so their colours and fine texture change together; what stays is the shape and the
+    contrast of one against the other."""
+
+    def __init__(self, kernels_px: tuple[int, ...] = (1, 3), p: float = 0.5):
+        super().__init__(p=p)
+        self.kernels_px = tuple(int(k) for k in kernels_px)
+
+    def get_params(self) -> dict[str, object]:
+        side = self.py_random.choice(self.kernels_px)
+        weights = self.random_generator.normal(0.0, 1.0 / np.sqrt(side * side * 3), size=(3, 3, side, side))
+        return {"weights": weights.astype(np.float32), "alpha": self.py_random.random()}
+
+    def apply(self, img: np.ndarray, weights: np.ndarray, alpha: float, **params: object) -> np.ndarray:
+        return random_convolution(img, weights, alpha)
+
+    def get_transform_init_args_names(self) -> tuple[str, ...]:
+        return ("kernels_px",)
+
+
+def random_convolution(rgb_uint8: np.ndarray, weights: np.ndarray, alpha: float) -> np.ndarray:
+    """``rgb_uint8`` (H, W, 3) through the filter ``weights`` (out 3, in 3, side, side; reflected borders), the
+    result moved to the input's mean and spread, blended: ``alpha * image + (1 - alpha) * result`` (uint8)."""
+    x = rgb_uint8.astype(np.float32)
+    y = np.zeros_like(x)
+    for o in range(3):
+        for i in range(3):
+            y[..., o] += cv2.filter2D(x[..., i], -1, weights[o, i], borderType=cv2.BORDER_REFLECT_101)
+    y = (y - y.mean()) / (y.std() + 1e-6) * x.std() + x.mean()
+    return np.clip(alpha * x + (1.0 - alpha) * y, 0, 255).astype(np.uint8)
+
+
 def build_augment(cfg: AugmentConfig) -> A.Compose:
     """The albumentations pipeline for ``cfg``; reseed it per sample with ``set_random_seed``."""
+    randconv = [RandomConvolution(cfg.randconv_kernels_px, p=cfg.randconv_prob)] if cfg.randconv_prob else []
     return A.Compose([
         A.Affine(scale=cfg.affine_scale, rotate=(-cfg.affine_rotate_deg, cfg.affine_rotate_deg),
                  translate_percent=(-cfg.affine_translate, cfg.affine_translate), interpolation=cv2.INTER_LINEAR,
                  mask_interpolation=cv2.INTER_NEAREST, border_mode=cv2.BORDER_REFLECT_101, p=cfg.affine_prob),
+        *randconv,
         A.ColorJitter(brightness=cfg.brightness, contrast=cfg.contrast, saturation=cfg.saturation, hue=cfg.hue,
                       p=cfg.color_jitter_prob),
         A.OneOf([A.GaussianBlur(blur_limit=(3, 3), sigma_limit=(0.3, 0.9)), A.MotionBlur(blur_limit=(3, 3))],

@@ -1,0 +1,78 @@
+"""The random-convolution augmentation (``train-vision --randconv-prob``): what the filter does to an image, that
+it leaves the mask alone, and that the recipe without it draws exactly as before."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from grasp_s2r.vision.images.augment import (
+    AugmentConfig,
+    Augmenter,
+    RandomConvolution,
+    build_augment,
+    random_convolution,
+)
+
+
+def _image(seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.random((32, 32, 3)) * 200 + 20).astype(np.uint8)
+
+
+def test_identity_filter_gives_the_image_back():
+    identity = np.zeros((3, 3, 3, 3), np.float32)
+    for c in range(3):
+        identity[c, c, 1, 1] = 1.0
+    img = _image()
+    for alpha in (0.0, 0.4, 1.0):
+        assert np.abs(random_convolution(img, identity, alpha).astype(int) - img).max() <= 1
+
+
+def test_channel_swap_filter_swaps_the_colours():
+    """A 1 px filter that maps red to blue and blue to red (a colour mixing; the spread is kept) swaps them."""
+    swap = np.zeros((3, 3, 1, 1), np.float32)
+    swap[0, 2], swap[1, 1], swap[2, 0] = 1.0, 1.0, 1.0
+    img = _image(1)
+    out = random_convolution(img, swap, 0.0).astype(int)
+    assert np.abs(out - img[..., ::-1]).max() <= 1
+
+
+def test_a_3px_filter_changes_texture_but_keeps_mean_and_spread():
+    rng = np.random.default_rng(2)
+    weights = rng.normal(0, 1 / np.sqrt(27), (3, 3, 3, 3)).astype(np.float32)
+    img = _image(2)
+    out = random_convolution(img, weights, 0.0).astype(np.float32)
+    assert abs(out.mean() - img.mean()) < 3.0 and abs(out.std() - img.std()) < 3.0
+    assert np.abs(out - img).mean() > 10.0
+
+
+def test_the_mask_is_untouched_and_a_seed_repeats():
+    img = _image(3)
+    mask = np.zeros((32, 32), bool)
+    mask[10:14, 12:15] = True
+    aug = Augmenter(AugmentConfig(color_jitter_prob=0.0, noise_prob=0.0, blur_prob=0.0, jpeg_prob=0.0,
+                                  affine_prob=0.0, randconv_prob=1.0))
+    a, ma = aug(img, mask, seed=7)
+    b, mb = aug(img, mask, seed=7)
+    c, _ = aug(img, mask, seed=8)
+    assert np.array_equal(ma, mask) and np.array_equal(mb, mask)
+    assert np.array_equal(a, b) and not np.array_equal(a, c) and not np.array_equal(a, img)
+
+
+def test_off_by_default_and_not_in_the_pipeline():
+    """With the probability 0 the transform is left out, so the other transforms draw as they always did."""
+    assert AugmentConfig().randconv_prob == 0.0
+    assert not any(isinstance(t, RandomConvolution) for t in build_augment(AugmentConfig()).transforms)
+    on = build_augment(dataclasses.replace(AugmentConfig(), randconv_prob=0.5)).transforms
+    assert sum(isinstance(t, RandomConvolution) for t in on) == 1
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"randconv_prob": 1.5}, "randconv_prob must be in [0, 1], got 1.5"),
+    ({"randconv_kernels_px": (2,)}, "randconv_kernels_px must be odd sizes >= 1"),
+    ({"randconv_kernels_px": ()}, "randconv_kernels_px must be odd sizes >= 1"),
+])
+def test_bad_values_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        AugmentConfig(**kwargs)
