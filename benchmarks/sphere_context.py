@@ -5,7 +5,8 @@
 Runs the shipped system (``--vision``: another segmenter, with the shipped controller) on ``--episodes`` validation
 episodes with ``DIR``'s photos as the table (``table-photo-unseen``), takes the first frame of every episode it
 fails, and asks the segmenter again with the sphere's pixels kept and the table around it changed: blurred (Gaussian,
-sigma 1, 2, 4 px) or flat (its mean colour); and with the sphere drawn twice as wide on the table as seen. Prints,
+sigma 1, 2, 4 px) or flat (its mean colour); with the sphere drawn twice as wide on the table as seen; and with the
+sphere repainted in another colour, its shading kept (is it missed for its colour?). Prints,
 for the failures' first frames and for as many succeeding episodes', the share where the mask touches the sphere
 (found) and where it fires on 3 or more other pixels (false blob). Then replays the failed episodes with
 ground-truth masks (the controller approaches the sphere, which grows from ~3 px) and reports by which sphere width
@@ -35,6 +36,11 @@ from grasp_s2r.vision.evaluation.metrics import mask_width_px
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 
 BLUR_SIGMAS_PX = (1.0, 2.0, 4.0)
+REPAINT_RGB = {"red": (210, 40, 40), "green": (40, 190, 40), "blue": (40, 60, 220), "magenta": (200, 40, 200),
+               "white": (235, 235, 235), "grey": (128, 128, 128)}
+"""Colours the sphere is repainted in (each pixel this colour times its brightness over the sphere's mean)."""
+NEAR_HUE_DEG = 40.0
+"""A sphere's hue is the table's where the two differ by less than this (the table: a ring 4 px around it)."""
 WIDTHS_PX = (4, 6, 8, 12)
 """Sphere widths the approach's first detection is counted by."""
 
@@ -67,7 +73,36 @@ def variants(rgb: np.ndarray, masks: np.ndarray) -> dict[str, tuple[np.ndarray, 
             f[max(0, y2):y2 + 2, max(0, x2):x2 + 2] = src[y, x]
             m2[max(0, y2):y2 + 2, max(0, x2):x2 + 2] = True
     out["sphere twice as wide"] = (wide, masks2)
+    for name, colour in REPAINT_RGB.items():
+        out[f"sphere repainted {name}"] = (repainted(rgb, masks, np.array(colour, np.float32)), masks)
     return out
+
+
+def repainted(rgb: np.ndarray, masks: np.ndarray, colour: np.ndarray) -> np.ndarray:
+    """Frames with each sphere pixel ``colour`` times its brightness relative to the sphere's mean (its shading and
+    highlight kept, its hue and saturation replaced)."""
+    out = rgb.copy()
+    for f, m in zip(out, masks):
+        brightness = f[m].astype(np.float32).mean(axis=1)
+        f[m] = np.clip(colour[None] * (brightness / max(float(brightness.mean()), 1.0))[:, None], 0, 255).astype(np.uint8)
+    return out
+
+
+def hue_near_table(rgb: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """Per frame, whether the sphere's mean hue lies within :data:`NEAR_HUE_DEG` of the hue of the table in a ring
+    4 px around it (hues as angles, averaged as unit vectors weighted by saturation). bool (n,)."""
+    near = []
+    for f, m in zip(rgb, masks):
+        ring = cv2.dilate(m.astype(np.uint8), np.ones((9, 9), np.uint8)).astype(bool) & ~m
+        hsv = cv2.cvtColor(np.ascontiguousarray(f), cv2.COLOR_RGB2HSV).astype(np.float32)
+
+        def mean_hue_deg(region: np.ndarray) -> float:
+            angle, weight = np.deg2rad(hsv[region, 0] * 2.0), hsv[region, 1]
+            return float(np.rad2deg(np.arctan2((weight * np.sin(angle)).sum(), (weight * np.cos(angle)).sum())))
+
+        gap = abs(mean_hue_deg(m) - mean_hue_deg(ring)) % 360.0
+        near.append(min(gap, 360.0 - gap) < NEAR_HUE_DEG)
+    return np.array(near, bool)
 
 
 FALSE_BLOB_PX = 3
@@ -130,13 +165,17 @@ def main() -> int:
         f, s = r.get("failed", {}), r.get("succeeded", {})
         print(f"{name:24s} {f.get('found', float('nan')):14.2f} {f.get('false_blob', float('nan')):11.2f} "
               f"{s.get('found', float('nan')):17.2f} {s.get('false_blob', float('nan')):11.2f}")
+    near = {label: float(hue_near_table(*first_frames(records)).mean()) for label, records in replays.items()}
+    print("sphere's hue within %g degrees of the table's around it: " % NEAR_HUE_DEG
+          + ", ".join(f"{label} {v:.2f}" for label, v in near.items()))
     first = first_found_width_px(seg, replays.get("failed", []))
     found_by = {str(w): float(np.mean(first <= w)) for w in WIDTHS_PX} if len(first) else {}
     print("the failures replayed with ground-truth masks, found by sphere width: "
           + ", ".join(f"<= {w} px {v:.2f}" for w, v in found_by.items()))
     write_results(args.json, "sphere_context", {"photos": Path(args.photos).name, "vision": vision,
                                                 "episodes": len(recs), "failed": len(failed), "rows": rows,
-                                                "approach_found_by_width_px": found_by}, args)
+                                                "approach_found_by_width_px": found_by,
+                                                "hue_near_table": near, "near_hue_deg": NEAR_HUE_DEG}, args)
     return 0
 
 

@@ -278,8 +278,17 @@ def sphere_context_table(d: Path) -> str:
                       "as many succeeded episodes: found / false blob"), rows)
     return (table + f"\n\nThe shipped segmenter on the first frames of `table-photo-unseen` episodes (`{f['photos']}` as "
             f"the table, {f['episodes']} validation episodes): found = the mask touches the sphere, false blob = 3 or "
-            "more mask pixels elsewhere; the sphere's own pixels are never changed but in the last row. "
+            "more mask pixels elsewhere; the sphere's own pixels are never changed but in the rows that widen or "
+            "repaint it (repainted: each pixel the colour times its brightness over the sphere's mean). "
+            + _hue_text(f.get("hue_near_table", {}), f.get("near_hue_deg"))
             + _approach_text(f.get("approach_found_by_width_px", {})) + provenance("sphere_context", res))
+
+
+def _hue_text(near: dict[str, float], degrees: float | None) -> str:
+    if not near:
+        return ""
+    return (f"The sphere's hue within {degrees:g} degrees of the table's around it: failed episodes "
+            f"{near.get('failed', float('nan')):.0%}, succeeded {near.get('succeeded', float('nan')):.0%}. ")
 
 
 def _approach_text(found_by: dict[str, float]) -> str:
