@@ -88,19 +88,20 @@ def repainted(rgb: np.ndarray, masks: np.ndarray, colour: np.ndarray) -> np.ndar
     return out
 
 
+def mean_hue_deg(hsv: np.ndarray, region: np.ndarray) -> float:
+    """The mean hue (degrees) of ``region`` of an OpenCV HSV frame: hues as unit vectors weighted by saturation."""
+    angle, weight = np.deg2rad(hsv[region, 0] * 2.0), hsv[region, 1]
+    return float(np.rad2deg(np.arctan2((weight * np.sin(angle)).sum(), (weight * np.cos(angle)).sum())))
+
+
 def hue_near_table(rgb: np.ndarray, masks: np.ndarray) -> np.ndarray:
     """Per frame, whether the sphere's mean hue lies within :data:`NEAR_HUE_DEG` of the hue of the table in a ring
-    4 px around it (hues as angles, averaged as unit vectors weighted by saturation). bool (n,)."""
+    4 px around it (:func:`mean_hue_deg`). bool (n,)."""
     near = []
     for f, m in zip(rgb, masks):
         ring = cv2.dilate(m.astype(np.uint8), np.ones((9, 9), np.uint8)).astype(bool) & ~m
         hsv = cv2.cvtColor(np.ascontiguousarray(f), cv2.COLOR_RGB2HSV).astype(np.float32)
-
-        def mean_hue_deg(region: np.ndarray) -> float:
-            angle, weight = np.deg2rad(hsv[region, 0] * 2.0), hsv[region, 1]
-            return float(np.rad2deg(np.arctan2((weight * np.sin(angle)).sum(), (weight * np.cos(angle)).sum())))
-
-        gap = abs(mean_hue_deg(m) - mean_hue_deg(ring)) % 360.0
+        gap = abs(mean_hue_deg(hsv, m) - mean_hue_deg(hsv, ring)) % 360.0
         near.append(min(gap, 360.0 - gap) < NEAR_HUE_DEG)
     return np.array(near, bool)
 
@@ -166,7 +167,7 @@ def main() -> int:
         print(f"{name:24s} {f.get('found', float('nan')):14.2f} {f.get('false_blob', float('nan')):11.2f} "
               f"{s.get('found', float('nan')):17.2f} {s.get('false_blob', float('nan')):11.2f}")
     near = {label: float(hue_near_table(*first_frames(records)).mean()) for label, records in replays.items()}
-    print("sphere's hue within %g degrees of the table's around it: " % NEAR_HUE_DEG
+    print(f"sphere's hue within {NEAR_HUE_DEG:g} degrees of the table's around it: "
           + ", ".join(f"{label} {v:.2f}" for label, v in near.items()))
     first = first_found_width_px(seg, replays.get("failed", []))
     found_by = {str(w): float(np.mean(first <= w)) for w in WIDTHS_PX} if len(first) else {}
