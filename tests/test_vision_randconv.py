@@ -1,5 +1,6 @@
-"""The random-convolution augmentation (``train-vision --randconv-prob``): what the filter does to an image, that
-it leaves the mask alone, and that the recipe without it draws exactly as before."""
+"""The colour augmentations off by default (``train-vision --randconv-prob``, ``--greyscale-prob``): what a random
+convolution does to an image, that it leaves the mask alone, grey composites, and that the recipe without them
+draws exactly as before."""
 
 import dataclasses
 
@@ -9,7 +10,6 @@ import pytest
 from grasp_s2r.vision.images.augment import (
     AugmentConfig,
     Augmenter,
-    RandomConvolution,
     build_augment,
     random_convolution,
 )
@@ -61,15 +61,33 @@ def test_the_mask_is_untouched_and_a_seed_repeats():
 
 
 def test_off_by_default_and_not_in_the_pipeline():
-    """With the probability 0 the transform is left out, so the other transforms draw as they always did."""
-    assert AugmentConfig().randconv_prob == 0.0
-    assert not any(isinstance(t, RandomConvolution) for t in build_augment(AugmentConfig()).transforms)
-    on = build_augment(dataclasses.replace(AugmentConfig(), randconv_prob=0.5)).transforms
-    assert sum(isinstance(t, RandomConvolution) for t in on) == 1
+    """With the probability 0 a transform is left out, so the other transforms draw as they always did."""
+    assert AugmentConfig().randconv_prob == 0.0 and AugmentConfig().greyscale_prob == 0.0
+    default = build_augment(AugmentConfig()).transforms
+    names = [type(t).__name__ for t in default]  # albumentations is imported through augment.py, which silences
+    assert "RandomConvolution" not in names and "ToGray" not in names  # its update check first
+    on = [type(t).__name__ for t in
+          build_augment(dataclasses.replace(AugmentConfig(), randconv_prob=0.5, greyscale_prob=0.3)).transforms]
+    assert on.count("RandomConvolution") == 1 and on.count("ToGray") == 1
+    assert len(on) == len(default) + 2
+
+
+def test_gray_composites_keep_no_chroma_and_the_mask():
+    img = _image(4)
+    mask = np.zeros((32, 32), bool)
+    mask[5:9, 20:24] = True
+    aug = Augmenter(AugmentConfig(color_jitter_prob=0.0, noise_prob=0.0, blur_prob=0.0, jpeg_prob=0.0,
+                                  affine_prob=0.0, greyscale_prob=1.0))
+    out, m = aug(img, mask, seed=3)
+    assert out.shape == img.shape and np.array_equal(m, mask)
+    assert np.array_equal(out[..., 0], out[..., 1]) and np.array_equal(out[..., 1], out[..., 2])
+    luminance = img.astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
+    assert np.abs(out[..., 0].astype(np.float32) - luminance).max() <= 1.5
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"randconv_prob": 1.5}, "randconv_prob must be in [0, 1], got 1.5"),
+    ({"greyscale_prob": -0.1}, "greyscale_prob must be in [0, 1], got -0.1"),
     ({"randconv_kernels_px": (2,)}, "randconv_kernels_px must be odd sizes >= 1"),
     ({"randconv_kernels_px": ()}, "randconv_kernels_px must be odd sizes >= 1"),
 ])

@@ -91,6 +91,8 @@ OPTIONS = (
     Option("--randconv-prob", "share of composites through a random convolution (colours and fine texture "
            "remapped together, the sphere's and the table's: vision/images/augment.py)", "data.augment.randconv_prob",
            type=float),
+    Option("--greyscale-prob", "share of composites in grey (luminance only: the sphere found without its chroma)",
+           "data.augment.greyscale_prob", type=float),
     Option("--empty-view-prob", "share of sim views without a sphere", "data.view.empty_prob", type=float),
     Option("--far-view-prob", "share of sim views from an episode's start and search heights (0.15-0.25 m: the "
            "sphere 2-4 px wide, the most table in view)", "data.view.far_view_prob", type=float),

@@ -49,9 +49,13 @@ class AugmentConfig:
     --randconv-prob``); 0: the transform is not in the pipeline, so the other transforms draw as before."""
     randconv_kernels_px: tuple[int, ...] = (1, 3)
     """Side lengths (odd, px) the random filter's is drawn from; 1 is a random colour mixing per pixel."""
+    greyscale_prob: float = 0.0
+    """The whole composite in grey (luminance in all three channels): the sphere must be found without its chroma,
+    by its shading, highlight and outline. Training only (``train-vision --greyscale-prob``); 0: not in the pipeline."""
 
     def __post_init__(self) -> None:
-        for name in ("color_jitter_prob", "noise_prob", "blur_prob", "jpeg_prob", "affine_prob", "randconv_prob"):
+        for name in ("color_jitter_prob", "noise_prob", "blur_prob", "jpeg_prob", "affine_prob", "randconv_prob",
+                     "greyscale_prob"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         if not self.randconv_kernels_px or any(k < 1 or k % 2 == 0 for k in self.randconv_kernels_px):
@@ -103,6 +107,7 @@ def random_convolution(rgb_uint8: np.ndarray, weights: np.ndarray, alpha: float)
 def build_augment(cfg: AugmentConfig) -> A.Compose:
     """The albumentations pipeline for ``cfg``; reseed it per sample with ``set_random_seed``."""
     randconv = [RandomConvolution(cfg.randconv_kernels_px, p=cfg.randconv_prob)] if cfg.randconv_prob else []
+    greyscale = [A.ToGray(num_output_channels=3, p=cfg.greyscale_prob)] if cfg.greyscale_prob else []
     return A.Compose([
         A.Affine(scale=cfg.affine_scale, rotate=(-cfg.affine_rotate_deg, cfg.affine_rotate_deg),
                  translate_percent=(-cfg.affine_translate, cfg.affine_translate), interpolation=cv2.INTER_LINEAR,
@@ -110,6 +115,7 @@ def build_augment(cfg: AugmentConfig) -> A.Compose:
         *randconv,
         A.ColorJitter(brightness=cfg.brightness, contrast=cfg.contrast, saturation=cfg.saturation, hue=cfg.hue,
                       p=cfg.color_jitter_prob),
+        *greyscale,
         A.OneOf([A.GaussianBlur(blur_limit=(3, 3), sigma_limit=(0.3, 0.9)), A.MotionBlur(blur_limit=(3, 3))],
                 p=cfg.blur_prob),
         A.GaussNoise(std_range=cfg.noise_std, p=cfg.noise_prob),
