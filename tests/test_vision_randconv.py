@@ -20,6 +20,18 @@ def _image(seed: int = 0) -> np.ndarray:
     return (rng.random((32, 32, 3)) * 200 + 20).astype(np.uint8)
 
 
+def _mask(y: int, x: int) -> np.ndarray:
+    mask = np.zeros((32, 32), bool)
+    mask[y:y + 4, x:x + 3] = True
+    return mask
+
+
+def _only(**probs: float) -> Augmenter:
+    """An augmenter with every default transform off but those named."""
+    return Augmenter(AugmentConfig(color_jitter_prob=0.0, noise_prob=0.0, blur_prob=0.0, jpeg_prob=0.0,
+                                   affine_prob=0.0, **probs))
+
+
 def test_identity_filter_gives_the_image_back():
     identity = np.zeros((3, 3, 3, 3), np.float32)
     for c in range(3):
@@ -48,11 +60,7 @@ def test_a_3px_filter_changes_texture_but_keeps_mean_and_spread():
 
 
 def test_the_mask_is_untouched_and_a_seed_repeats():
-    img = _image(3)
-    mask = np.zeros((32, 32), bool)
-    mask[10:14, 12:15] = True
-    aug = Augmenter(AugmentConfig(color_jitter_prob=0.0, noise_prob=0.0, blur_prob=0.0, jpeg_prob=0.0,
-                                  affine_prob=0.0, randconv_prob=1.0))
+    img, mask, aug = _image(3), _mask(10, 12), _only(randconv_prob=1.0)
     a, ma = aug(img, mask, seed=7)
     b, mb = aug(img, mask, seed=7)
     c, _ = aug(img, mask, seed=8)
@@ -73,12 +81,8 @@ def test_off_by_default_and_not_in_the_pipeline():
 
 
 def test_gray_composites_keep_no_chroma_and_the_mask():
-    img = _image(4)
-    mask = np.zeros((32, 32), bool)
-    mask[5:9, 20:24] = True
-    aug = Augmenter(AugmentConfig(color_jitter_prob=0.0, noise_prob=0.0, blur_prob=0.0, jpeg_prob=0.0,
-                                  affine_prob=0.0, greyscale_prob=1.0))
-    out, m = aug(img, mask, seed=3)
+    img, mask = _image(4), _mask(5, 20)
+    out, m = _only(greyscale_prob=1.0)(img, mask, seed=3)
     assert out.shape == img.shape and np.array_equal(m, mask)
     assert np.array_equal(out[..., 0], out[..., 1]) and np.array_equal(out[..., 1], out[..., 2])
     luminance = img.astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
