@@ -48,7 +48,7 @@ class AugmentConfig:
     and fine texture remapped by a random filter, the sphere with them. Training only (``train-vision
     --randconv-prob``); 0: the transform is not in the pipeline, so the other transforms draw as before."""
     randconv_kernels_px: tuple[int, ...] = (1, 3)
-    """Side lengths (odd, px) the random filter's is drawn from; 1 is a random colour mixing per pixel."""
+    """Side lengths (odd, px) the random filter's side is drawn from; 1 is a random colour mixing per pixel."""
     greyscale_prob: float = 0.0
     """The whole composite in grey (luminance in all three channels): the sphere must be found without its chroma,
     by its shading, highlight and outline. Training only (``train-vision --greyscale-prob``); 0: not in the pipeline."""
