@@ -111,13 +111,16 @@ def test_an_interrupt_during_a_process_start_is_not_lost(monkeypatch: pytest.Mon
     spawn = mp_util.spawnv_passfds
 
     def spawn_interrupted(path: object, args: object, passfds: object) -> int:
-        os.kill(os.getpid(), signal.SIGINT)
+        # to this thread, the one that spawns (blocked here, as it is for the spawn): a signal to the process could
+        # be taken by any other thread of the test session that does not block it, and be handled whenever
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
         return spawn(path, args, passfds)
 
     monkeypatch.setattr(mp_util, "spawnv_passfds", spawn_interrupted)
     worker = mp.get_context("spawn").Process(target=time.sleep, args=(0,))
     with pytest.raises(KeyboardInterrupt), children_ignore_interrupts():
         worker.start()
+    assert signal.SIGINT not in signal.sigpending()  # raised, and nothing left for a later test
     worker.join(timeout=30)
     assert worker.exitcode == 0
 
