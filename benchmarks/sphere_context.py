@@ -33,6 +33,7 @@ from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
 from grasp_s2r.vision.evaluation.metrics import mask_width_px
+from grasp_s2r.vision.images.composite import relative_shading, ring_around
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 
 BLUR_SIGMAS_PX = (1.0, 2.0, 4.0)
@@ -40,7 +41,9 @@ REPAINT_RGB = {"red": (210, 40, 40), "green": (40, 190, 40), "blue": (40, 60, 22
                "white": (235, 235, 235), "grey": (128, 128, 128)}
 """Colours the sphere is repainted in (each pixel this colour times its brightness over the sphere's mean)."""
 NEAR_HUE_DEG = 40.0
-"""A sphere's hue is the table's where the two differ by less than this (the table: a ring 4 px around it)."""
+"""A sphere's hue is the table's where the two differ by less than this (the table: a ring of HUE_RING_PX)."""
+HUE_RING_PX = 4
+"""The table's hue is taken within this many px of the sphere."""
 WIDTHS_PX = (4, 6, 8, 12)
 """Sphere widths the approach's first detection is counted by."""
 
@@ -80,11 +83,10 @@ def variants(rgb: np.ndarray, masks: np.ndarray) -> dict[str, tuple[np.ndarray, 
 
 def repainted(rgb: np.ndarray, masks: np.ndarray, colour: np.ndarray) -> np.ndarray:
     """Frames with each sphere pixel ``colour`` times its brightness relative to the sphere's mean (its shading and
-    highlight kept, its hue and saturation replaced)."""
+    highlight kept, its hue and saturation replaced: :func:`relative_shading`)."""
     out = rgb.copy()
     for f, m in zip(out, masks):
-        brightness = f[m].astype(np.float32).mean(axis=1)
-        f[m] = np.clip(colour[None] * (brightness / max(float(brightness.mean()), 1.0))[:, None], 0, 255).astype(np.uint8)
+        f[m] = np.clip(colour[None] * relative_shading(f[m].astype(np.float32), np.mean)[:, None], 0, 255).astype(np.uint8)
     return out
 
 
@@ -96,10 +98,10 @@ def mean_hue_deg(hsv: np.ndarray, region: np.ndarray) -> float:
 
 def hue_near_table(rgb: np.ndarray, masks: np.ndarray) -> np.ndarray:
     """Per frame, whether the sphere's mean hue lies within :data:`NEAR_HUE_DEG` of the hue of the table in a ring
-    4 px around it (:func:`mean_hue_deg`). bool (n,)."""
+    :data:`HUE_RING_PX` around it (:func:`mean_hue_deg`). bool (n,)."""
     near = []
     for f, m in zip(rgb, masks):
-        ring = cv2.dilate(m.astype(np.uint8), np.ones((9, 9), np.uint8)).astype(bool) & ~m
+        ring = ring_around(m, HUE_RING_PX)
         hsv = cv2.cvtColor(np.ascontiguousarray(f), cv2.COLOR_RGB2HSV).astype(np.float32)
         gap = abs(mean_hue_deg(hsv, m) - mean_hue_deg(hsv, ring)) % 360.0
         near.append(min(gap, 360.0 - gap) < NEAR_HUE_DEG)
@@ -158,15 +160,16 @@ def main() -> int:
     print(f"{len(failed)} of {len(recs)} episodes failed; their first frames, and as many succeeding episodes':")
     seg = Segmenter.load(vision)
     rows: dict[str, dict[str, dict[str, float]]] = {}
-    for label, records in replays.items():
-        for name, (frames, masks) in variants(*first_frames(records)).items():
+    firsts = {label: first_frames(records) for label, records in replays.items()}
+    for label, (first_rgb, first_masks) in firsts.items():
+        for name, (frames, masks) in variants(first_rgb, first_masks).items():
             rows.setdefault(name, {})[label] = scores(seg, frames, masks)
     print(f"{'first frames':24s} {'failed: found':>14s} {'false blob':>11s} {'succeeded: found':>17s} {'false blob':>11s}")
     for name, r in rows.items():
         f, s = r.get("failed", {}), r.get("succeeded", {})
         print(f"{name:24s} {f.get('found', float('nan')):14.2f} {f.get('false_blob', float('nan')):11.2f} "
               f"{s.get('found', float('nan')):17.2f} {s.get('false_blob', float('nan')):11.2f}")
-    near = {label: float(hue_near_table(*first_frames(records)).mean()) for label, records in replays.items()}
+    near = {label: float(hue_near_table(*frames).mean()) for label, frames in firsts.items()}
     print(f"sphere's hue within {NEAR_HUE_DEG:g} degrees of the table's around it: "
           + ", ".join(f"{label} {v:.2f}" for label, v in near.items()))
     first = first_found_width_px(seg, replays.get("failed", []))

@@ -77,18 +77,28 @@ def _fit_background(background_rgb: np.ndarray, hw: tuple[int, int]) -> np.ndarr
     return cv2.resize(background_rgb, (w, h), interpolation=interp)
 
 
+def ring_around(mask: np.ndarray, ring_px: int) -> np.ndarray:
+    """The pixels within ``ring_px`` (a square) of ``mask`` bool (H, W) but not in it, bool (H, W)."""
+    return cv2.dilate(mask.astype(np.uint8), np.ones((2 * ring_px + 1,) * 2, np.uint8)).astype(bool) & ~mask
+
+
+def relative_shading(pixels_rgb: np.ndarray, centre=np.median) -> np.ndarray:
+    """Each of ``pixels_rgb`` float (n, 3)'s luminance (channel mean) over the ``centre`` of them all (at least 1): a
+    sphere's shaded side and highlight, apart from its colour. (n,), in the pixels' float type."""
+    luminance = pixels_rgb.mean(axis=1)
+    return luminance / max(float(centre(luminance)), 1.0)
+
+
 def camouflage(sphere_rgb: np.ndarray, sphere_mask: np.ndarray, background_rgb: np.ndarray, brightness: float,
                ring_px: int = 4) -> np.ndarray:
     """``sphere_rgb`` (H, W, 3) float with the pixels of ``sphere_mask`` recoloured to the mean colour of
     ``background_rgb`` in a ring of ``ring_px`` around the sphere, times ``brightness``, keeping the sphere's
-    own relative shading (luminance / median luminance: the shaded side and the highlight survive)."""
-    ring = cv2.dilate(sphere_mask.astype(np.uint8), np.ones((2 * ring_px + 1,) * 2, np.uint8)).astype(bool)
-    ring &= ~sphere_mask
+    own relative shading (:func:`relative_shading`: the shaded side and the highlight survive)."""
+    ring = ring_around(sphere_mask, ring_px)
     if not ring.any() or not sphere_mask.any():
         return sphere_rgb
     colour = background_rgb[ring].mean(axis=0)
-    luminance = sphere_rgb[sphere_mask].mean(axis=1)
-    shading = luminance / max(float(np.median(luminance)), 1.0)
+    shading = relative_shading(sphere_rgb[sphere_mask])
     out = sphere_rgb.copy()
     out[sphere_mask] = shading[:, None] * colour[None] * brightness
     return np.clip(out, 0.0, 255.0)
