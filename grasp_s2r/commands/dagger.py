@@ -91,6 +91,8 @@ OPTIONS = (
            sets={"policy.memory": True}),
     Option("--gripper-input", "give the controller the gripper fingers' mask too (where the fingers are in the "
            "image): ground truth with --masks gt, else the segmenter's gripper head", sets={"policy.gripper": True}),
+    Option("--tcp-xy", "give the controller the TCP's x, y over the table (from the spawn centre): where the camera "
+           "is over the workspace, for a search that sweeps it", sets={"policy.tcp_xy": True}),
     Option("--seed", "network init and minibatches", "seed", type=non_negative_int),
     Option("--camera-jitter-mm", "per-episode camera mount jitter (the controller's calibration tolerance)",
            "env.randomization.camera_jitter_m", type=float, convert=lambda mm: mm / 1000.0, show=_mm),

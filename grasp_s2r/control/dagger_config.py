@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from grasp_s2r.configs import to_dict
@@ -122,6 +122,9 @@ class DaggerConfig:
     """Scene and camera (default: the scene with the controller's camera calibration tolerance)."""
 
     def __post_init__(self) -> None:
+        if self.policy.tcp_xy:  # the TCP's (x, y) input is measured from this scene's spawn centre
+            origin = tuple(float(v) for v in self.env.scene.spawn_center_world_m)
+            object.__setattr__(self, "policy", replace(self.policy, tcp_xy_origin_m=origin))
         if self.beta_schedule not in BETA_SCHEDULES:
             raise ValueError(f"beta_schedule must be one of {BETA_SCHEDULES}, got {self.beta_schedule!r}")
         unknown = [c for c in self.eval_conditions if c not in CONDITIONS]
@@ -161,9 +164,11 @@ class DaggerConfig:
         """The fields that define the run's results (not how many rounds, nor where it computes)."""
         identity = {k: v for k, v in self.to_dict().items()
                     if k not in _RESUMABLE_FIELDS and not (k in _LEGACY_VALUES and v == _LEGACY_VALUES[k])}
-        for flag in ("memory", "gripper"):  # inputs off: as before these inputs existed
+        for flag in ("memory", "gripper", "tcp_xy"):  # inputs off: as before these inputs existed
             if not identity["policy"].get(flag):
                 identity["policy"].pop(flag, None)
+        if "tcp_xy" not in identity["policy"]:
+            identity["policy"].pop("tcp_xy_origin_m", None)
         return json.loads(json.dumps(identity))
 
 

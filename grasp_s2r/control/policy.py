@@ -8,8 +8,10 @@ Inputs (nothing else; no world position of the sphere, no RGB):
 - explicit moments of the full-resolution mask (visible flag, centroid, spread, sqrt of the area),
   computed inside the network's forward pass: sub-pixel position information that pooling loses;
 - proprioception, the subset ``PROPRIO_INPUTS`` of the env's ``proprio`` vector: TCP height above
-  the table, finger gap, gripper command. Deliberately *not* the TCP's world x, y: the controller is
+  the table, finger gap, gripper command. By default *not* the TCP's world x, y: the controller is
   mask-relative, so it follows a sphere wherever it goes (moving target, displaced sphere);
+- with ``PolicyConfig.tcp_xy``, the TCP's x, y over the table too (world frame, from the spawn centre): where
+  the camera is over the workspace, which a search that sweeps the table needs (kinematics gives it on a robot);
 - with ``PolicyConfig.memory``, the episode's memory (:mod:`grasp_s2r.control.memory`): where the sphere
   was last seen and how the camera moved since, so that a lost sphere is looked for where it was;
 - with ``PolicyConfig.gripper``, the moments of the gripper fingers' mask too: where the fingers appear in the
@@ -47,6 +49,9 @@ PROPRIO_INPUTS = ("tcp_z_above_table_m", "finger_gap_m", "gripper_closed")
 PROPRIO_SCALE = (0.2, 0.04, 1.0)
 """Each input above is divided by this so that it lies roughly in [0, 1]."""
 _PROPRIO_INDEX = tuple(PROPRIO_NAMES.index(n) for n in PROPRIO_INPUTS)
+_XY_INDEX = (PROPRIO_NAMES.index("tcp_x_world_m"), PROPRIO_NAMES.index("tcp_y_world_m"))
+TCP_XY_SCALE_M = 0.2
+"""With ``PolicyConfig.tcp_xy``, the TCP's (x, y) from the origin is divided by this (the workspace: about +-1)."""
 
 
 
@@ -64,6 +69,10 @@ class PolicyConfig:
     """Also read the episode's memory (``control.memory.EpisodeMemory``: last sighting, motion since)."""
     gripper: bool = False
     """Also read the moments of the gripper fingers' mask (where the fingers appear in the image)."""
+    tcp_xy: bool = False
+    """Also read the TCP's (x, y) in the world frame, from ``tcp_xy_origin_m``, over ``TCP_XY_SCALE_M``."""
+    tcp_xy_origin_m: tuple[float, float] = (0.0, 0.0)
+    """The point the TCP's (x, y) input is measured from: the scene's spawn centre (``SceneConfig``)."""
 
     def __post_init__(self) -> None:
         if self.mask_hw_px < 8 or self.mask_hw_px % (2 ** len(self.channels)):
@@ -92,10 +101,20 @@ def moments_per_channel(masks: torch.Tensor) -> torch.Tensor:
     return torch.cat([mask_moments(masks[:, c:c + 1]) for c in range(masks.shape[1])], dim=1)
 
 
-def select_proprio(proprio: np.ndarray) -> np.ndarray:
-    """Controller inputs from the env's proprio (N, len(PROPRIO_NAMES)) -> float32 (N, len(PROPRIO_INPUTS))."""
-    p = np.asarray(proprio, dtype=np.float32)[..., list(_PROPRIO_INDEX)]
-    return p / np.asarray(PROPRIO_SCALE, dtype=np.float32)
+def n_proprio_inputs(cfg: PolicyConfig) -> int:
+    """Width of :func:`select_proprio`'s output for a controller of config ``cfg``."""
+    return len(PROPRIO_INPUTS) + (2 if cfg.tcp_xy else 0)
+
+
+def select_proprio(proprio: np.ndarray, cfg: PolicyConfig | None = None) -> np.ndarray:
+    """Controller inputs from the env's proprio (N, len(PROPRIO_NAMES)) -> float32 (N, n_proprio_inputs(cfg)):
+    ``PROPRIO_INPUTS`` scaled, then (``cfg.tcp_xy`` only) the TCP's (x, y) from ``cfg.tcp_xy_origin_m`` scaled."""
+    full = np.asarray(proprio, dtype=np.float32)
+    p = full[..., list(_PROPRIO_INDEX)] / np.asarray(PROPRIO_SCALE, dtype=np.float32)
+    if cfg is None or not cfg.tcp_xy:
+        return p
+    xy = (full[..., list(_XY_INDEX)] - np.asarray(cfg.tcp_xy_origin_m, dtype=np.float32)) / TCP_XY_SCALE_M
+    return np.concatenate([p, xy.astype(np.float32)], axis=-1)
 
 
 class ControllerNet(nn.Module):
@@ -119,7 +138,7 @@ class ControllerNet(nn.Module):
         side = cfg.mask_hw_px // 2 ** len(cfg.channels)
         n_feat = c_in * side * side if layers else 0
         self.head = nn.Sequential(
-            nn.Linear(n_feat + N_MOMENTS * self.mask_channels + len(PROPRIO_INPUTS) + (N_MEMORY if cfg.memory else 0),
+            nn.Linear(n_feat + N_MOMENTS * self.mask_channels + n_proprio_inputs(cfg) + (N_MEMORY if cfg.memory else 0),
                       cfg.hidden),
             nn.ReLU(),
             nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(), nn.Linear(cfg.hidden, ACTION_DIM),
@@ -179,7 +198,7 @@ class Policy:
                 raise ValueError("this controller reads the gripper mask: pass the gripper masks (N, H, W)")
             masks = np.concatenate([masks, np.asarray(gripper_masks)[:, None]], axis=1)
         m = torch.from_numpy(np.ascontiguousarray(masks, dtype=np.uint8)).to(self.device)
-        p = torch.from_numpy(select_proprio(proprio)).to(self.device)
+        p = torch.from_numpy(select_proprio(proprio, self.cfg)).to(self.device)
         mem = None
         if self.cfg.memory:
             if memory is None:
