@@ -11,8 +11,8 @@ Inputs of :meth:`GraspAgent.act`:
   vertical (and, square, horizontal) field of view. See :func:`fit_to_trained_view` for the crop rule.
 - ``proprio``: float (5,) in SI units, in the order of ``PROPRIO_NAMES``::
 
-      tcp_x_world_m        TCP x in the table frame, metres   (not used by the controller: any value)
-      tcp_y_world_m        TCP y in the table frame, metres   (not used by the controller: any value)
+      tcp_x_world_m        TCP x in the table frame, metres   (read only by a controller of ``dagger --tcp-xy``)
+      tcp_y_world_m        TCP y in the table frame, metres   (read only by a controller of ``dagger --tcp-xy``)
       tcp_z_above_table_m  TCP height above the table top, metres (TCP: between the fingertip pads)
       finger_gap_m         distance between the two finger pads, metres (0.04 fully open)
       gripper_closed       1.0 if the last gripper command was "close", else 0.0
