@@ -21,7 +21,9 @@ from grasp_s2r.vision.images.backgrounds import (
     EMBEDDED_HELDOUT,
     EMBEDDED_TRAIN,
     BackgroundError,
+    draw_photo,
     load_backgrounds,
+    photo_weights,
     split_names,
 )
 from grasp_s2r.vision.images.corpus_manifest import CORPUS_FORMAT, CORPUS_FORMAT_VERSION, IMAGE_FIELDS, manifest_digest
@@ -130,6 +132,39 @@ def test_corpus_photos_enter_training_only(corpus):
     heldout = load_backgrounds("heldout", corpus)
     assert all(np.array_equal(a, b) for a, b in zip(heldout, load_backgrounds("heldout"), strict=True))
     assert len(load_backgrounds("train", corpus)) == len(EMBEDDED_TRAIN) + 2
+
+
+def test_embedded_photo_share_weights_the_draws(corpus):
+    """``--embedded-photo-share``: the embedded training photos together drawn that share of the time, the corpus's the
+    rest, each group's photos equally often; 0 keeps the uniform draw (and its random stream)."""
+    photos = load_backgrounds("train", corpus)
+    weights = photo_weights("train", corpus, 0.5)
+    n = len(EMBEDDED_TRAIN)
+    assert weights.shape == (n + 2,) and np.isclose(weights.sum(), 1.0)
+    assert np.allclose(weights[:n], 0.5 / n) and np.allclose(weights[n:], 0.25)
+    rng = np.random.default_rng(0)
+    index = {id(p): i for i, p in enumerate(photos)}
+    drawn = [index[id(draw_photo(photos, rng, weights))] for _ in range(4000)]
+    assert abs(np.mean(np.array(drawn) >= n) - 0.5) < 0.04  # the corpus's 2 photos: half the draws, not 2 in 17
+    assert photo_weights("train", corpus, 0.0) is None
+    uniform, same = np.random.default_rng(1), np.random.default_rng(1)
+    assert all(draw_photo(photos, uniform) is photos[int(same.integers(len(photos)))] for _ in range(20))
+
+
+@pytest.mark.parametrize("share, where", [(0.5, None), (0.5, "folder"), (1.0, "corpus"), (-0.1, "corpus")])
+def test_embedded_photo_share_refused_without_a_corpus_or_out_of_range(share, where, corpus, tmp_path):
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "a.png"), np.zeros((40, 40, 3), np.uint8))
+    directory = {"folder": folder, "corpus": corpus, None: None}[where]
+    with pytest.raises(BackgroundError, match="corpus|share"):
+        photo_weights("train", directory, share)
+
+
+def test_train_vision_refuses_an_embedded_share_without_a_corpus(tmp_path, capsys):
+    code = main(["train-vision", "--out", str(tmp_path / "run"), "--steps", "2", "--embedded-photo-share", "0.5"])
+    assert code == 2 and "needs --backgrounds to be a corpus" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
 
 
 def test_grasping_tests_refuse_a_corpus(corpus):

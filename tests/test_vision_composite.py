@@ -87,6 +87,23 @@ def test_empty_views_have_empty_masks(photos):
         ds.close()
 
 
+def test_photo_weights_choose_the_backgrounds():
+    # GIVEN a black and a white photo, the white one given every draw, WHEN photo composites are made (photos only,
+    # no augmentation, empty views: nothing but the photo in the image)
+    data = DataConfig(view=ViewConfig(empty_prob=1.0), augment=NO_AUGMENT)
+    photos = [np.zeros((48, 48, 3), np.uint8), np.full((48, 48, 3), 255, np.uint8)]
+    for weights, grey in (([0.0, 1.0], 255), ([1.0, 0.0], 0)):
+        ds = CompositeDataset(env_config=env_config_for(32), data=data, backgrounds=photos, stream="train", seed=0,
+                              length=8, photo_weights=np.array(weights))
+        try:  # THEN every background is the photo given every draw (the fingers and a shadow aside)
+            assert all(np.median(ds.sample(i)[0]) == grey for i in range(8))
+        finally:
+            ds.close()
+    with pytest.raises(ValueError, match="3 photo weights for 2 photos"):
+        CompositeDataset(env_config=env_config_for(32), data=data, backgrounds=photos, stream="train", seed=0,
+                         length=8, photo_weights=np.ones(3) / 3)
+
+
 def test_dataset_is_reproducible_and_augmentation_keeps_alignment(photos):
     # GIVEN every augmentation on, WHEN the same item is made twice by two dataset instances
     data = DataConfig(view=ViewConfig(empty_prob=0.0, near_offset_prob=1.0), renders_per_view=2)

@@ -19,7 +19,7 @@ from grasp_s2r.options import (
     torch_device,
 )
 from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
-from grasp_s2r.vision.images.backgrounds import BackgroundError, load_backgrounds
+from grasp_s2r.vision.images.backgrounds import BackgroundError, load_backgrounds, photo_weights
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix
 from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, check_init_checkpoint, train
 
@@ -93,6 +93,8 @@ OPTIONS = (
            type=float),
     Option("--greyscale-prob", "share of composites in grey (luminance only: the sphere found without its chroma)",
            "data.augment.greyscale_prob", type=float),
+    Option("--embedded-photo-share", "with --backgrounds a corpus: share of photo backgrounds drawn from the "
+           "embedded training photos (0: every photo equally often)", "embedded_photo_share", type=float),
     Option("--empty-view-prob", "share of sim views without a sphere", "data.view.empty_prob", type=float),
     Option("--far-view-prob", "share of sim views from an episode's start and search heights (0.15-0.25 m: the "
            "sphere 2-4 px wide, the most table in view)", "data.view.far_view_prob", type=float),
@@ -178,6 +180,7 @@ def _check_inputs(cfg: SegmenterTrainConfig, args: argparse.Namespace) -> None:
         check_init_checkpoint(cfg)
     if args.backgrounds is not None:
         load_backgrounds("train", args.backgrounds)  # the folder, its photo count and every training photo
+    photo_weights("train", args.backgrounds, cfg.embedded_photo_share)  # a share needs a corpus beside the photos
 
 
 def run(args: argparse.Namespace) -> int:

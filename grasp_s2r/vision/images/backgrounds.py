@@ -156,6 +156,26 @@ def load_backgrounds(split: str, directory: Path | None = None, hold_out: bool =
     return [load(n) for n in names]
 
 
+def photo_weights(split: str, directory: Path | None, embedded_share: float,
+                  hold_out: bool = True) -> np.ndarray | None:
+    """How often each photo of :func:`load_backgrounds` ``(split, directory)`` is drawn as a background: None (every
+    photo equally often) for ``embedded_share`` 0; else the embedded training photos together ``embedded_share`` of
+    the draws and the corpus's the rest (``train-vision --embedded-photo-share``: a corpus of hundreds of photos
+    would otherwise leave the 15 embedded ones, the scenes the other conditions show, one draw in 25). Raises
+    BackgroundError unless ``directory`` is a corpus (only a corpus adds photos to the embedded ones)."""
+    if not 0.0 <= embedded_share < 1.0:
+        raise BackgroundError(f"the embedded photos' share must be in [0, 1), got {embedded_share}")
+    if embedded_share == 0.0:
+        return None
+    if directory is None or not is_corpus(directory):
+        raise BackgroundError("an embedded-photo share needs --backgrounds to be a corpus of `grasp-s2r backgrounds` "
+                              "(the embedded photos are only beside a corpus's)")
+    embedded = np.array([n in _EMBEDDED_NAMES for n in split_names(directory, hold_out)[split]])
+    if embedded.all():
+        raise BackgroundError(f"{directory}: the corpus adds no photos to the embedded ones")
+    return np.where(embedded, embedded_share / embedded.sum(), (1.0 - embedded_share) / (~embedded).sum())
+
+
 random_crop = crop_resize
 """A random crop resized to ``out_hw`` (:func:`grasp_s2r.sim.table_texture.crop_resize`: one definition, in ``sim/``,
 which the sim's photo table textures use too)."""
@@ -187,10 +207,17 @@ def detail_around(rgb: np.ndarray, centre_yx: tuple[int, int], window_px: int = 
     return float(lap[max(0, y - h):y + h, max(0, x - h):x + h].mean())
 
 
+def draw_photo(photos: list[np.ndarray], rng: np.random.Generator, weights: np.ndarray | None = None) -> np.ndarray:
+    """One of ``photos`` at random: equally likely, or by ``weights`` (:func:`photo_weights`)."""
+    if weights is None:  # the stream of runs made before weights existed
+        return photos[int(rng.integers(len(photos)))]
+    return photos[int(rng.choice(len(photos), p=weights))]
+
+
 def busiest_crop(photos: list[np.ndarray], out_hw: tuple[int, int], rng: np.random.Generator,
-                 centre_yx: tuple[int, int], tries: int = 4) -> np.ndarray:
+                 centre_yx: tuple[int, int], tries: int = 4, weights: np.ndarray | None = None) -> np.ndarray:
     """Of ``tries`` random crops (:func:`random_crop`, each of a random photo), the one with the most detail around
     ``centre_yx`` (:func:`detail_around`): the busy textures that hide small spheres, more often (``train-vision
     --busy-background-prob``). uint8 (out_h, out_w, 3)."""
-    crops = [random_crop(photos[int(rng.integers(len(photos)))], out_hw, rng) for _ in range(tries)]
+    crops = [random_crop(draw_photo(photos, rng, weights), out_hw, rng) for _ in range(tries)]
     return max(crops, key=lambda c: detail_around(c, centre_yx))

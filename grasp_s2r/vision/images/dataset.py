@@ -29,7 +29,7 @@ from grasp_s2r.configs import to_dict
 from grasp_s2r.sim.camera import Frame
 from grasp_s2r.sim.config import CameraConfig, EnvConfig
 from grasp_s2r.vision.images.augment import AugmentConfig, Augmenter
-from grasp_s2r.vision.images.backgrounds import busiest_crop, random_crop, recolor
+from grasp_s2r.vision.images.backgrounds import busiest_crop, draw_photo, random_crop, recolor
 from grasp_s2r.vision.images.composite import CompositeConfig, composite_frame
 from grasp_s2r.vision.images.reshade import ReshadeConfig, reshade
 from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
@@ -135,7 +135,7 @@ class CompositeDataset(Dataset):
     """Item ``i`` -> (image float32 (3, H, W) normalized, mask float32 (1, H, W)); see the module docstring."""
 
     def __init__(self, *, env_config: EnvConfig, data: DataConfig, backgrounds: list[np.ndarray], stream: str,
-                 seed: int, length: int):
+                 seed: int, length: int, photo_weights: np.ndarray | None = None):
         if stream not in STREAMS:
             raise ValueError(f"stream must be one of {sorted(STREAMS)}, got {stream!r}")
         if not backgrounds:
@@ -143,6 +143,10 @@ class CompositeDataset(Dataset):
         self.env_config = env_config
         self.data = data
         self.backgrounds = backgrounds
+        self.photo_weights = photo_weights
+        """How often each background photo is drawn (:func:`backgrounds.photo_weights`); None: equally often."""
+        if photo_weights is not None and len(photo_weights) != len(backgrounds):
+            raise ValueError(f"{len(photo_weights)} photo weights for {len(backgrounds)} photos")
         self.stream = stream
         self.seed = int(seed)
         self.length = int(length)
@@ -195,14 +199,14 @@ class CompositeDataset(Dataset):
             return busy_texture(self.image_hw, rng)
         if kind == "flat":
             return flat_colour(self.image_hw, rng)
-        photo = self.backgrounds[int(rng.integers(len(self.backgrounds)))]
-        background = random_crop(photo, self.image_hw, rng)
+        background = random_crop(draw_photo(self.backgrounds, rng, self.photo_weights), self.image_hw, rng)
         if self.data.busy_background_prob > 0:  # its own stream, as recolouring's
             busy_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 5, index])
             if busy_rng.random() < self.data.busy_background_prob:
                 ys, xs = np.nonzero(sphere_mask)
                 centre = (int(ys.mean()), int(xs.mean())) if len(ys) else (self.image_hw[0] // 2, self.image_hw[1] // 2)
-                background = busiest_crop(self.backgrounds, self.image_hw, busy_rng, centre)
+                background = busiest_crop(self.backgrounds, self.image_hw, busy_rng, centre,
+                                          weights=self.photo_weights)
         if self.data.background_recolor_prob > 0:  # its own stream: the paste and augmentation stay the same
             recolor_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 2, index])
             if recolor_rng.random() < self.data.background_recolor_prob:

@@ -50,7 +50,7 @@ from grasp_s2r.train_speed import (
     use_channels_last,
 )
 from grasp_s2r.vision.evaluation.metrics import pixel_metrics
-from grasp_s2r.vision.images.backgrounds import load_backgrounds, split_names
+from grasp_s2r.vision.images.backgrounds import load_backgrounds, photo_weights, split_names
 from grasp_s2r.vision.images.crops import CropDataset, flatten_crops
 from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for, make_composites
 from grasp_s2r.vision.networks.model import build_model, count_parameters, to_input_tensor
@@ -322,8 +322,9 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     # photos, other episode seeds)
     env_cfg = env_config_for(cfg.image_size_px)
     train_photos = load_backgrounds("train", backgrounds_dir, cfg.hold_out_photos)
+    weights = photo_weights("train", backgrounds_dir, cfg.embedded_photo_share, cfg.hold_out_photos)
     train_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="train",
-                                 seed=cfg.seed, length=cfg.steps * cfg.batch_size)
+                                 seed=cfg.seed, length=cfg.steps * cfg.batch_size, photo_weights=weights)
     dataset = CropDataset(train_set, cfg.crop_config, crop_items=cfg.crop_steps * cfg.batch_size) \
         if cfg.crop_steps else train_set
     loader = DataLoader(
@@ -334,7 +335,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     with children_ignore_interrupts():  # the workers start here; Ctrl-C is this process's to handle
         batches = iter(loader)
     val_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="val",
-                               seed=cfg.seed, length=cfg.val_images)
+                               seed=cfg.seed, length=cfg.val_images, photo_weights=weights)
     val_images, val_masks = make_composites(val_set, cfg.val_images, desc="validation composites",
                                            progress=progress)
     val_set.close()

@@ -91,6 +91,10 @@ class SegmenterTrainConfig:
     data: DataConfig = TRAINING_DATA
     """How composites are made: the background mixture, re-shading and distractors of ``TRAINING_DATA``
     (camouflage and recolouring: options, off by default, see docs/vision.md)."""
+    embedded_photo_share: float = 0.0
+    """With ``--backgrounds`` a corpus: the share of photo backgrounds drawn from the embedded training photos (the
+    scenes of every condition but the unseen photos), the corpus's photos the rest; 0: every training photo equally
+    often (:func:`vision.images.backgrounds.photo_weights`)."""
     hold_out_photos: bool = True
     """A folder of your own photos (``--backgrounds``) keeps about one in five of them out of training, by a hash of
     its file name, for ``eval-vision --split heldout``; False: every one trains (``grasp-s2r adapt``: the photos are
@@ -115,6 +119,8 @@ class SegmenterTrainConfig:
                              f"{8 * self.unshuffle}, got {self.image_size_px}")
         if not 0.0 < self.hard_share <= 1.0:
             raise TrainError(f"hard_share must be in (0, 1], got {self.hard_share}")
+        if not 0.0 <= self.embedded_photo_share < 1.0:
+            raise TrainError(f"embedded_photo_share must be in [0, 1), got {self.embedded_photo_share}")
         if self.calibration_images < 0:
             raise TrainError(f"calibration_images must be >= 0, got {self.calibration_images}")
         if self.crop_px is None:
