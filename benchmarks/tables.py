@@ -56,6 +56,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "error_budget": training.error_budget_table,
     "search_recipe": training.search_recipe_table,
     "test_time_remedies": training.test_time_remedies_table,
+    "val_suites": prose.val_suites_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")

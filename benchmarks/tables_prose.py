@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tables_render import load, md_table, not_measured, provenance
+from tables_training import numbered_runs
 
 from grasp_s2r.stats import format_difference, format_rate
 from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table
@@ -227,3 +228,30 @@ def interop_table(d: Path) -> str:
                           "codec's loss, the rest equal to the source") if r["passed"] else f"FAILED: {r['error']}"))
     return (md_table(("library", "export", "checks", "result"), rows) + "\n\nEnvironments: " + "; ".join(envs)
             + f"; the whole check {res['figures']['seconds']:.0f} s. " + provenance(name, res))
+
+
+def val_suites_table(d: Path) -> str:
+    """Each segmenter's val-split suites on the training photos and on validation photos (``val_suites``, every run:
+    the shipped row once)."""
+    loaded = [(name, res) for name in numbered_runs(d, "val_suites") if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured("val_suites")
+    seen: dict[str, dict] = {}
+    for _, res in loaded:
+        for label, r in res["figures"]["rows"].items():
+            seen.setdefault(label, r)
+    columns = [(photos, suite) for r in seen.values() for photos, suites in r["photos"].items() for suite in suites]
+    columns = list(dict.fromkeys(columns))
+
+    def cell(r: dict, photos: str, suite: str) -> str:
+        m = r["photos"].get(photos, {}).get(suite)
+        return "-" if m is None else " / ".join(f"{m[k]:.3f}" for k in
+                                                ("precision", "recall", "found_rate", "false_detection_rate"))
+
+    rows = [(f"`{label}`", *(cell(r, p, s) for p, s in columns)) for label, r in seen.items()]
+    n = sorted({res["figures"]["n_images"] for _, res in loaded})
+    photos = sorted({res["figures"]["photos"] for _, res in loaded})
+    return (md_table(("segmenter", *(f"{s}, {p}" for p, s in columns)), rows)
+            + f"\n\nPrecision / recall / found / false detection, val split (validation seeds), "
+            f"{', '.join(map(str, n))} images a suite; validation photos: {', '.join(f'`{p}`' for p in photos)} "
+            "(no candidate trained on them). " + " ".join(provenance(name, res) for name, res in loaded))

@@ -141,3 +141,33 @@ def test_segmenter_recipe_rows_name_their_camera_and_leave_unrun_conditions_blan
     assert len(lines) == 2
     assert lines[0].startswith("| `shipped` | 90.0 (85.0-95.0) | 80.0 (75.0-85.0) | 85.0 |")
     assert lines[1] == "| `cand.pt + ctrl.pt (96 px camera)` | 100.0 (95.0-100.0) | - | **100.0** |"
+
+
+def test_val_suites_rows_show_the_shipped_segmenter_once_and_unmeasured_cells_blank(tmp_path):
+    import argparse
+
+    import results_io
+    import tables_prose
+
+    # GIVEN two val_suites runs, each with the shipped row, the second with a candidate measured without `sim`
+    def cells(p: float) -> dict:
+        return {"precision": p, "recall": p, "found_rate": p, "false_detection_rate": 1 - p}
+
+    shipped = {"photos": {"training photos": {"composites": cells(0.9), "sim": cells(0.99)},
+                          "validation photos": {"composites": cells(0.8)}}}
+    cand = {"photos": {"training photos": {"composites": cells(0.7)}, "validation photos": {"composites": cells(0.85)}}}
+    ns = argparse.Namespace(json=None, save=True)
+    results = tmp_path / "results"
+    for name, rows in (("val_suites", {"shipped": shipped}), ("val_suites-2", {"shipped": shipped, "c.pt": cand})):
+        results_io.write_results(results / f"{name}.json", name, {"suites": ["composites", "sim"], "n_images": 10,
+                                                                  "split": "val", "photos": "VAL", "rows": rows},
+                                 ns, save=True, argv=["benchmarks/val_suites.py"])
+    # WHEN the table is rendered
+    text = tables_prose.val_suites_table(results)
+    # THEN one column a (photos, suite) measured, the shipped row once, the candidate's unmeasured suite "-"
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    assert lines[0] == ("| segmenter | composites, training photos | sim, training photos | "
+                        "composites, validation photos |")
+    assert [line.split(" | ")[0] for line in lines[1:]] == ["| `shipped`", "| `c.pt`"]
+    assert lines[2] == "| `c.pt` | 0.700 / 0.700 / 0.700 / 0.300 | - | 0.850 / 0.850 / 0.850 / 0.150 |"
+    assert "10 images a suite" in text and "`VAL`" in text
