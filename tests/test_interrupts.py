@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from multiprocessing import resource_sharer, resource_tracker
+from multiprocessing import resource_tracker
 from multiprocessing import util as mp_util
 from pathlib import Path
 
@@ -19,7 +19,7 @@ import pytest
 
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
-from grasp_s2r.interrupts import _quiet_cut_handover, children_ignore_interrupts
+from grasp_s2r.interrupts import children_ignore_interrupts
 from grasp_s2r.vision.networks.segmenter import read_checkpoint
 
 EXIT_WITHIN_S = 5.0
@@ -34,8 +34,9 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _group_size(pgid: int) -> int:
-    out = subprocess.run(["ps", "-e", "-o", "pgid="], capture_output=True, text=True, check=True).stdout
-    return sum(1 for line in out.split() if line.strip() == str(pgid))
+    """The group's processes still running: a zombie has ended (an orphan waits there for init to reap it)."""
+    out = subprocess.run(["ps", "-e", "-o", "pgid=,stat="], capture_output=True, text=True, check=True).stdout
+    return sum(1 for line in out.splitlines() if line.split()[0] == str(pgid) and not line.split()[1].startswith("Z"))
 
 
 def _interrupt(argv: list[str], ready: Callable[[], bool], sig: int, tmp: Path, timeout_s: float = 120) -> str:
@@ -56,7 +57,7 @@ def _interrupt(argv: list[str], ready: Callable[[], bool], sig: int, tmp: Path, 
             t0 = time.monotonic()
             rc = proc.wait(timeout=30)
             took = time.monotonic() - t0
-            while _group_alive(pgid) and time.monotonic() - t0 < EXIT_WITHIN_S:
+            while _group_size(pgid) and time.monotonic() - t0 < EXIT_WITHIN_S:
                 time.sleep(0.05)
             survivors = _group_size(pgid)
         finally:
@@ -125,21 +126,31 @@ def test_an_interrupt_during_a_process_start_is_not_lost(monkeypatch: pytest.Mon
     assert worker.exitcode == 0
 
 
-def test_a_cut_descriptor_handover_ends_quietly(capsys: pytest.CaptureFixture[str]) -> None:
-    """A child's fd-serving thread whose parent hung up mid-handshake prints nothing; other threads still do."""
-    code = compile("def serve():\n    raise EOFError\n", resource_sharer.__file__, "exec")
-    scope: dict[str, Callable[[], None]] = {}
-    exec(code, scope)  # noqa: S102 - a function whose frame is in multiprocessing's resource_sharer, as its _serve is
-    hook, threading.excepthook = threading.excepthook, _quiet_cut_handover
-    try:
-        for target in (scope["serve"], lambda: 1 / 0):
-            thread = threading.Thread(target=target)
-            thread.start()
-            thread.join()
-    finally:
-        threading.excepthook = hook
-    err = capsys.readouterr().err
-    assert "ZeroDivisionError" in err and "EOFError" not in err
+_CUT_HANDOVER = """
+import os, socket, sys, threading, time
+from multiprocessing import resource_sharer
+if sys.argv[1] == "quiet":
+    from grasp_s2r.interrupts import ignore_interrupts_in_child
+    ignore_interrupts_in_child()
+read_end, _ = os.pipe()
+resource_sharer.DupFd(read_end)  # offered to a parent: the real serving thread starts and listens
+peer = socket.socket(socket.AF_UNIX)
+peer.connect(resource_sharer._resource_sharer._address)
+peer.close()  # the parent interrupted mid-handshake: the server's challenge meets a closed connection
+time.sleep(1.0)
+threading.Thread(target=lambda: 1 / 0).start()  # any other thread's error is still shown
+time.sleep(0.5)
+"""
+
+
+@pytest.mark.parametrize("hooks", ["stdlib", "quiet"])
+def test_a_cut_descriptor_handover_ends_quietly(hooks: str) -> None:
+    """A child's real fd-serving thread whose parent hung up mid-handshake prints nothing with the child's hooks
+    (the stdlib's loop shows it through ``sys.excepthook``); without them it prints the traceback CI once saw."""
+    r = subprocess.run([sys.executable, "-c", _CUT_HANDOVER, hooks], check=False, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "ZeroDivisionError" in r.stderr
+    assert ("resource_sharer.py" in r.stderr) == (hooks == "stdlib"), r.stderr
 
 
 def test_dagger_interrupted_then_resumed(tmp_path: Path) -> None:
@@ -171,9 +182,9 @@ def test_train_vision_interrupted_keeps_its_steps(tmp_path: Path) -> None:
     training_since: list[float] = []
 
     def training() -> bool:  # some seconds into the optimizer steps, long before the first periodic checkpoint
-        if not training_since and "parameters on" in (tmp_path / "stdout.txt").read_text():
+        if not training_since and (out / "composites.png").is_file():  # written just before the first step
             training_since.append(time.monotonic())
-        return bool(training_since) and time.monotonic() - training_since[0] > 6
+        return bool(training_since) and time.monotonic() - training_since[0] > 4
 
     _interrupt(argv, training, signal.SIGINT, tmp_path)
     ckpt = read_checkpoint(out / "checkpoint-latest.pt")  # written by the interrupt: the steps done are kept

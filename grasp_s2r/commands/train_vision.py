@@ -23,8 +23,8 @@ from grasp_s2r.vision.images.backgrounds import BackgroundError, load_background
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix
 from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, check_init_checkpoint, train
 
-RESUME_HINT = ("the steps done are kept (OUT/checkpoint-latest.pt, written on interrupt): run the same command "
-               "with --resume to continue")
+RESUME_HINT = ("the steps done are kept (OUT/checkpoint-latest.pt, written on interrupt once a step is done): run "
+               "the same command with --resume to continue (without it if no step was done)")
 
 def _range(flag: str) -> Callable[[str], tuple[float, float]]:
     """The parser of a ``LO,HI`` range option (its errors name ``flag``)."""

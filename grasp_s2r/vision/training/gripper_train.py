@@ -34,7 +34,7 @@ from tqdm import tqdm
 from grasp_s2r.configs import to_dict
 from grasp_s2r.drawing import save_overlay_grid
 from grasp_s2r.files import ArtifactFolder, atomic_write
-from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
+from grasp_s2r.interrupts import children_ignore_interrupts, dataloader_worker_init
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.train_speed import StepThreads, data_and_step_cores, to_memory_format, use_channels_last
 from grasp_s2r.vision.evaluation.metrics import pixel_metrics
@@ -172,10 +172,6 @@ def _lr_factor(step: int, steps: int) -> float:
     return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(t, 1.0)))
 
 
-def _worker_init(worker_id: int) -> None:
-    ignore_interrupts_in_child(ignore_sigterm=False)
-
-
 def predict_in_batches(segmenter: Segmenter, images: np.ndarray, batch_size: int = 128) -> np.ndarray:
     """uint8 (N, H, W, 3) -> the fingers' masks bool (N, H, W) of the segmenter's attached head."""
     out = [segmenter.predict_gripper(images[i:i + batch_size]) for i in range(0, len(images), batch_size)]
@@ -239,7 +235,7 @@ def _train(cfg: GripperTrainConfig, segmenter: Segmenter, out: Path, progress: b
         segmenter.model.to(memory_format=torch.channels_last)
     loader = DataLoader(train_set, batch_size=cfg.batch_size, shuffle=False, num_workers=workers,
                         multiprocessing_context="spawn" if workers > 0 else None,
-                        worker_init_fn=_worker_init if workers > 0 else None)
+                        worker_init_fn=dataloader_worker_init if workers > 0 else None)
     optimizer = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     log_every = max(1, cfg.steps // 20)
     history, losses, step, t0 = [], [], 0, time.perf_counter()

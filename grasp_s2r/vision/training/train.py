@@ -36,7 +36,7 @@ from grasp_s2r.cpu import cpu_info
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import save_composite_grid, save_training_curve
 from grasp_s2r.files import ArtifactFolder, atomic_write
-from grasp_s2r.interrupts import children_ignore_interrupts, ignore_interrupts_in_child
+from grasp_s2r.interrupts import children_ignore_interrupts, dataloader_worker_init
 from grasp_s2r.replica_step import ReplicaStep
 from grasp_s2r.run_record import RunRecord
 from grasp_s2r.tblog import TBLogger
@@ -245,11 +245,6 @@ def _probe_step(cfg: SegmenterTrainConfig, step: int, device: torch.device,
     return step
 
 
-def _dataloader_worker_init(worker_id: int) -> None:
-    """A DataLoader worker ignores Ctrl-C (its parent handles it) and stays stoppable by SIGTERM."""
-    ignore_interrupts_in_child(ignore_sigterm=False)
-
-
 def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
           device: torch.device | None = None, amp: str = "auto", threads: int | None = None,
           replicas: int | None = None, progress: bool = True, tb: TBLogger | None = None) -> Path:
@@ -330,7 +325,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     loader = DataLoader(
         dataset, batch_size=cfg.batch_size, sampler=range(step * cfg.batch_size, cfg.steps * cfg.batch_size),
         num_workers=workers, multiprocessing_context="spawn" if workers > 0 else None,
-        worker_init_fn=_dataloader_worker_init if workers > 0 else None, pin_memory=device.type == "cuda",
+        worker_init_fn=dataloader_worker_init if workers > 0 else None, pin_memory=device.type == "cuda",
     )
     with children_ignore_interrupts():  # the workers start here; Ctrl-C is this process's to handle
         batches = iter(loader)
