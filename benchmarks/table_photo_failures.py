@@ -2,7 +2,7 @@
 found it then, and how often the mask fired elsewhere; successes against failures.
 
     python benchmarks/table_photo_failures.py [--backgrounds DIR] [--episodes 100] [--vision CKPT] [--policy CKPT]
-        [--crops PNG] [--save]
+        [--crops PNG] [--validation CONDITION] [--strips DIR] [--save]
 
 Runs the shipped system (or ``--vision`` / ``--policy``) on ``table-photo`` (the embedded held-out photos, or
 ``--backgrounds``: yours, all of them) with the evaluation's seeds, recording every step. Per episode: ``in_view``
@@ -12,7 +12,10 @@ first step that finds it, -1 never) and ``width0_px`` (the sphere's width at the
 successes and of failures and one line a failure; writes ``runs/benchmarks/table_photo_failures.json``
 (``--save``: ``benchmarks/results/``). ``--crops PNG``: a picture of the failures, each sphere where the episode
 started: a 16 px window around it, as the camera saw it and with the controller's mask (green: on the sphere, red:
-elsewhere, blue: the sphere missed).
+elsewhere, blue: the sphere missed). ``--validation CONDITION``: instead, one of the conditions that show no held-out
+photo (``validation.TRAIN_PHOTO_CONDITIONS``, e.g. ``start-out-of-view``) on the validation seeds, where candidates are
+compared. ``--strips DIR``: each failed episode as a strip of 20 frames overlaid with the controller's mask
+(``DIR/seed-SEED.png``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from results_io import add_json_argument, write_results
+from validation import TRAIN_PHOTO_CONDITIONS, VALIDATION_BASE, validation_condition
 
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control import seeds
@@ -61,6 +65,20 @@ def failure_crops(records, side: int = 16) -> np.ndarray:
     return image_grid(tiles, columns=10, scale=8)
 
 
+def _mean(values: list[float]) -> float:
+    """The mean of the values that are not NaN (NaN when none is: ``found`` of episodes that never saw the sphere)."""
+    kept = [v for v in values if not np.isnan(v)]
+    return float(np.mean(kept)) if kept else float("nan")
+
+
+def episode_strip(record, frames: int = 20) -> np.ndarray:
+    """``frames`` evenly spaced steps of an episode, each overlaid with the controller's mask, ten a row, 3x."""
+    rgb = np.asarray(record.arrays["rgb"])
+    gt, seen = np.asarray(record.arrays["sphere_mask"], bool), np.asarray(record.arrays["input_mask"], bool)
+    steps = np.unique(np.linspace(0, len(rgb) - 1, min(frames, len(rgb))).round().astype(int))
+    return image_grid([overlay_tile(rgb[i], seen[i], gt[i]) for i in steps], columns=10, scale=3)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backgrounds", default="", help="your photos as the table (default: the embedded held-out)")
@@ -69,21 +87,29 @@ def main() -> int:
     p.add_argument("--policy", default="", help="controller checkpoint (default: the shipped one)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--crops", default="", help="write a PNG of each failure's sphere at the start (16 px around it)")
+    p.add_argument("--validation", default="", choices=("", *TRAIN_PHOTO_CONDITIONS),
+                   help="this condition on the validation seeds instead of table-photo on the test seeds")
+    p.add_argument("--strips", type=Path, default=None, help="write each failed episode's strip in this folder")
     add_json_argument(p, "table_photo_failures")
     args = p.parse_args()
     torch.set_num_threads(1)
     policy = Policy.load(Path(args.policy or default_controller_path()), "cpu")[0]
     masks = make_mask_source("predicted", args.vision, "cpu")
-    cond = resolve_condition("table-photo", args.backgrounds or None)
-    requests = [EpisodeRequest(seed=seeds.TEST_BASE + i, condition=cond) for i in range(args.episodes)]
+    if args.validation and args.backgrounds:
+        sys.exit("table_photo_failures: --validation runs on the training photos; --backgrounds is for table-photo")
+    name = args.validation or "table-photo"
+    if args.validation:
+        cond, base = validation_condition(args.validation), VALIDATION_BASE
+    else:
+        cond, base = resolve_condition("table-photo", args.backgrounds or None), seeds.TEST_BASE
+    requests = [EpisodeRequest(seed=base + i, condition=cond) for i in range(args.episodes)]
     with RolloutPool(control_env_config(), args.workers) as pool:
-        recs = pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc="table-photo")
+        recs = pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc=name)
     rows = [{"seed": r.request.seed, "success": bool(r.success), **episode_row(r.arrays)} for r in recs]
     summary = {}
     for label, ok in (("successes", True), ("failures", False)):
         sel = [r for r in rows if r["success"] == ok]
-        summary[label] = {"episodes": len(sel), **{k: float(np.nanmean([r[k] for r in sel])) if sel else None
-                                                   for k in KEYS}}
+        summary[label] = {"episodes": len(sel), **{k: _mean([r[k] for r in sel]) if sel else None for k in KEYS}}
         if sel:
             print(f"{label:9s} {len(sel):4d}: " + ", ".join(f"{k} {summary[label][k]:.2f}" for k in KEYS))
     for r in rows:
@@ -93,7 +119,13 @@ def main() -> int:
         failed = [r for r in recs if not r.success]
         if failed:
             print(f"crops: {write_png(failure_crops(failed), args.crops)}")
-    write_results(args.json, "table_photo_failures", {"backgrounds": args.backgrounds or "embedded held-out",
+    if args.strips:
+        for r in recs:
+            if not r.success:
+                write_png(episode_strip(r), args.strips / f"seed-{r.request.seed}.png")
+        print(f"strips: {args.strips}/seed-SEED.png, one a failed episode")
+    where = f"validation seeds, {args.validation}" if args.validation else args.backgrounds or "embedded held-out"
+    write_results(args.json, "table_photo_failures", {"backgrounds": where, "condition": name,
                                                       "summary": summary, "episodes": rows}, args)
     return 0
 

@@ -128,3 +128,31 @@ def test_adabn_re_estimates_only_the_batch_norm_statistics_on_the_given_frames(t
     means = [conv(to_input_tensor(rgb[i:i + 64])).detach().mean((0, 2, 3)) for i in (0, 64)]
     assert torch.allclose(after["state_dict"]["down.0.0.weight"], before["state_dict"]["down.0.0.weight"])
     assert torch.allclose(after["state_dict"]["down.0.1.running_mean"], (means[0] + means[1]) / 2, atol=1e-4)
+
+
+def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_path):
+    """``table_photo_failures.py --validation start-out-of-view``: the validation seeds of that condition, one row an
+    episode, a strip for each failed one and none for the others; with ``--backgrounds`` refused."""
+    import json
+    import subprocess
+
+    script = str(BENCH / "table_photo_failures.py")
+    out, strips, untrained = tmp_path / "f.json", tmp_path / "strips", tmp_path / "untrained.pt"
+    Policy(device="cpu").save(untrained)  # a controller of random weights: its episodes fail, so strips are drawn
+    r = subprocess.run([sys.executable, script, "--validation", "start-out-of-view", "--episodes", "2", "--workers",
+                        "1", "--policy", str(untrained), "--strips", str(strips), "--json", str(out)],
+                       capture_output=True, text=True, check=False, timeout=600)
+    assert r.returncode == 0, r.stderr
+    figures = json.loads(out.read_text())["figures"]
+    assert figures["condition"] == "start-out-of-view"
+    seeds = [row["seed"] for row in figures["episodes"]]
+    assert seeds == [validation.VALIDATION_BASE, validation.VALIDATION_BASE + 1]
+    failed = {f"seed-{row['seed']}.png" for row in figures["episodes"] if not row["success"]}
+    assert failed and {p.name for p in strips.glob("*.png")} == failed
+    for row in figures["episodes"]:  # 20 frames (or every step of a shorter one), ten a row, 64 px tiles, 2 px gap, 3x
+        if not row["success"]:
+            rows, columns = -(-min(20, row["steps"]) // 10), min(10, row["steps"])
+            assert cv2.imread(str(strips / f"seed-{row['seed']}.png")).shape[:2] == (rows * 66 * 3, columns * 66 * 3)
+    r = subprocess.run([sys.executable, script, "--validation", "nominal", "--backgrounds", str(tmp_path)],
+                       capture_output=True, text=True, check=False, timeout=120)
+    assert r.returncode != 0 and "--validation runs on the training photos" in r.stderr
