@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 from results_io import add_json_argument, write_results
-from validation import TRAIN_PHOTO_CONDITIONS, UNSEEN_TABLE, validate
+from validation import TRAIN_PHOTO_CONDITIONS, UNSEEN_CONDITIONS, validate
 
 from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.files import file_sha256
@@ -44,15 +44,16 @@ def main() -> int:
     p.add_argument("--conditions", default=",".join(TRAIN_PHOTO_CONDITIONS),
                    help=f"comma-separated, of: {', '.join(TRAIN_PHOTO_CONDITIONS)} (default: all)")
     p.add_argument("--unseen-photos", type=Path, default=None,
-                   help=f"a folder of validation photos no candidate trained on: adds the condition {UNSEEN_TABLE} "
-                        "(them as the table) to the choices of --conditions")
+                   help=f"a folder of validation photos no candidate trained on: adds the conditions "
+                        f"{' and '.join(UNSEEN_CONDITIONS)} "
+                        "(them as the table; them behind the sphere) to the choices of --conditions")
     add_json_argument(p, "segmenter_recipe")
     args = p.parse_args()
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
-    known = [*TRAIN_PHOTO_CONDITIONS, *([UNSEEN_TABLE] if args.unseen_photos else [])]
+    known = [*TRAIN_PHOTO_CONDITIONS, *(UNSEEN_CONDITIONS if args.unseen_photos else ())]
     if unknown := [c for c in conditions if c not in known]:
         sys.exit(f"segmenter_recipe: unknown conditions {unknown}; of: {', '.join(known)}"
-                 + ("" if args.unseen_photos else f" ({UNSEEN_TABLE} with --unseen-photos)"))
+                 + ("" if args.unseen_photos else f" ({', '.join(UNSEEN_CONDITIONS)} with --unseen-photos)"))
     if args.unseen_photos and not args.unseen_photos.is_dir():
         sys.exit(f"segmenter_recipe: --unseen-photos {args.unseen_photos} is not a folder")
     missing = [str(c) for c in args.candidates if not c.is_file()]

@@ -32,13 +32,21 @@ UNSEEN_TABLE = "table-photo-unseen"
 the segmenter carries to new tables, chosen on without touching the held-out photos."""
 
 
+UNSEEN_BACKDROP = "backgrounds-unseen"
+"""``heldout-backgrounds`` with that folder composited behind the sphere instead of the held-out photos: how the
+segmenter carries to new scenes behind the sphere, the other way ``grasp-s2r eval`` shows photos it never trained on."""
+UNSEEN_CONDITIONS = (UNSEEN_TABLE, UNSEEN_BACKDROP)
+
+
 def validation_condition(name: str, unseen_photos: str | None = None) -> Condition:
-    """The condition ``name``: a key of :data:`TRAIN_PHOTO_CONDITIONS`, or :data:`UNSEEN_TABLE` (needs
+    """The condition ``name``: a key of :data:`TRAIN_PHOTO_CONDITIONS`, or one of :data:`UNSEEN_CONDITIONS` (needs
     ``unseen_photos``, a folder of validation photos)."""
-    if name == UNSEEN_TABLE:
+    if name in UNSEEN_CONDITIONS:
         if not unseen_photos:
-            raise ValueError(f"{UNSEEN_TABLE} needs a folder of validation photos")
-        return dataclasses.replace(CONDITIONS["table-photo"], name=UNSEEN_TABLE, table_photos=str(unseen_photos))
+            raise ValueError(f"{name} needs a folder of validation photos")
+        if name == UNSEEN_TABLE:
+            return dataclasses.replace(CONDITIONS["table-photo"], name=name, table_photos=str(unseen_photos))
+        return dataclasses.replace(CONDITIONS["heldout-backgrounds"], name=name, backgrounds=str(unseen_photos))
     return TRAIN_PHOTO_CONDITIONS[name]
 
 

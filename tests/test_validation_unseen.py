@@ -33,6 +33,15 @@ def test_the_unseen_table_is_table_photo_with_the_folder_as_the_table(tmp_path):
     assert validation.validation_condition("nominal") is validation.TRAIN_PHOTO_CONDITIONS["nominal"]
 
 
+def test_the_unseen_backdrop_is_heldout_backgrounds_with_the_folder_behind_the_sphere(tmp_path):
+    cond = validation.validation_condition(validation.UNSEEN_BACKDROP, str(tmp_path))
+    held_out = CONDITIONS["heldout-backgrounds"]
+    assert cond.backgrounds == str(tmp_path) and held_out.backgrounds == "heldout"
+    assert cond.name == validation.UNSEEN_BACKDROP and cond.table_photos == held_out.table_photos
+    with pytest.raises(ValueError, match="needs a folder"):
+        validation.validation_condition(validation.UNSEEN_BACKDROP)
+
+
 def test_validation_episodes_run_on_a_folder_of_photos_as_the_table(tmp_path):
     rng = np.random.default_rng(0)
     for k in range(2):  # two plain photos: smooth colour fields with noise
