@@ -23,23 +23,17 @@ from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.sim.config import control_env_config
 
 
-def test_the_unseen_table_is_table_photo_with_the_folder_as_the_table(tmp_path):
-    cond = validation.validation_condition(validation.UNSEEN_TABLE, str(tmp_path))
-    held_out = CONDITIONS["table-photo"]
-    assert cond.table_photos == str(tmp_path) and held_out.table_photos == "heldout"
-    assert cond.name == validation.UNSEEN_TABLE and cond.backgrounds == held_out.backgrounds
+@pytest.mark.parametrize(("name", "held_out", "replaced", "kept"), [
+    (validation.UNSEEN_TABLE, "table-photo", "table_photos", "backgrounds"),  # the folder as the table
+    (validation.UNSEEN_BACKDROP, "heldout-backgrounds", "backgrounds", "table_photos"),  # behind the sphere
+])
+def test_an_unseen_condition_is_its_held_out_one_with_the_folder_instead(tmp_path, name, held_out, replaced, kept):
+    cond, reference = validation.validation_condition(name, str(tmp_path)), CONDITIONS[held_out]
+    assert getattr(cond, replaced) == str(tmp_path) and getattr(reference, replaced) == "heldout"
+    assert cond.name == name and getattr(cond, kept) == getattr(reference, kept)
     with pytest.raises(ValueError, match="needs a folder"):
-        validation.validation_condition(validation.UNSEEN_TABLE)
+        validation.validation_condition(name)
     assert validation.validation_condition("nominal") is validation.TRAIN_PHOTO_CONDITIONS["nominal"]
-
-
-def test_the_unseen_backdrop_is_heldout_backgrounds_with_the_folder_behind_the_sphere(tmp_path):
-    cond = validation.validation_condition(validation.UNSEEN_BACKDROP, str(tmp_path))
-    held_out = CONDITIONS["heldout-backgrounds"]
-    assert cond.backgrounds == str(tmp_path) and held_out.backgrounds == "heldout"
-    assert cond.name == validation.UNSEEN_BACKDROP and cond.table_photos == held_out.table_photos
-    with pytest.raises(ValueError, match="needs a folder"):
-        validation.validation_condition(validation.UNSEEN_BACKDROP)
 
 
 def test_validation_episodes_run_on_a_folder_of_photos_as_the_table(tmp_path):
