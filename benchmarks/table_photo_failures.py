@@ -38,7 +38,7 @@ from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
-from grasp_s2r.vision.evaluation.metrics import mask_width_px
+from grasp_s2r.vision.evaluation.metrics import mask_width_px, nanmean
 
 KEYS = ("in_view", "found", "false_blob", "first_found", "width0_px", "steps")
 
@@ -65,12 +65,6 @@ def failure_crops(records, side: int = 16) -> np.ndarray:
     return image_grid(tiles, columns=10, scale=8)
 
 
-def _mean(values: list[float]) -> float:
-    """The mean of the values that are not NaN (NaN when none is: ``found`` of episodes that never saw the sphere)."""
-    kept = [v for v in values if not np.isnan(v)]
-    return float(np.mean(kept)) if kept else float("nan")
-
-
 def episode_strip(record, frames: int = 20) -> np.ndarray:
     """``frames`` evenly spaced steps of an episode, each overlaid with the controller's mask, ten a row, 3x."""
     rgb = np.asarray(record.arrays["rgb"])
@@ -92,11 +86,11 @@ def main() -> int:
     p.add_argument("--strips", type=Path, default=None, help="write each failed episode's strip in this folder")
     add_json_argument(p, "table_photo_failures")
     args = p.parse_args()
+    if args.validation and args.backgrounds:
+        sys.exit("table_photo_failures: --validation runs on the training photos; --backgrounds is for table-photo")
     torch.set_num_threads(1)
     policy = Policy.load(Path(args.policy or default_controller_path()), "cpu")[0]
     masks = make_mask_source("predicted", args.vision, "cpu")
-    if args.validation and args.backgrounds:
-        sys.exit("table_photo_failures: --validation runs on the training photos; --backgrounds is for table-photo")
     name = args.validation or "table-photo"
     if args.validation:
         cond, base = validation_condition(args.validation), VALIDATION_BASE
@@ -109,7 +103,7 @@ def main() -> int:
     summary = {}
     for label, ok in (("successes", True), ("failures", False)):
         sel = [r for r in rows if r["success"] == ok]
-        summary[label] = {"episodes": len(sel), **{k: _mean([r[k] for r in sel]) if sel else None for k in KEYS}}
+        summary[label] = {"episodes": len(sel), **{k: nanmean(np.array([r[k] for r in sel], float)) if sel else None for k in KEYS}}
         if sel:
             print(f"{label:9s} {len(sel):4d}: " + ", ".join(f"{k} {summary[label][k]:.2f}" for k in KEYS))
     for r in rows:

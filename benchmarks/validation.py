@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from grasp_s2r.control import seeds
-from grasp_s2r.runtime.conditions import CONDITIONS, Condition
+from grasp_s2r.runtime.conditions import CONDITIONS, Condition, resolve_condition
 from grasp_s2r.runtime.masks import MaskSource
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
@@ -35,7 +35,8 @@ the segmenter carries to new tables, chosen on without touching the held-out pho
 UNSEEN_BACKDROP = "backgrounds-unseen"
 """``heldout-backgrounds`` with that folder composited behind the sphere instead of the held-out photos: how the
 segmenter carries to new scenes behind the sphere, the other way ``grasp-s2r eval`` shows photos it never trained on."""
-UNSEEN_CONDITIONS = (UNSEEN_TABLE, UNSEEN_BACKDROP)
+UNSEEN_CONDITIONS = {UNSEEN_TABLE: "table-photo", UNSEEN_BACKDROP: "heldout-backgrounds"}
+"""Each validation condition on a folder of photos, and the held-out condition whose photos that folder replaces."""
 
 
 def validation_condition(name: str, unseen_photos: str | None = None) -> Condition:
@@ -44,9 +45,7 @@ def validation_condition(name: str, unseen_photos: str | None = None) -> Conditi
     if name in UNSEEN_CONDITIONS:
         if not unseen_photos:
             raise ValueError(f"{name} needs a folder of validation photos")
-        if name == UNSEEN_TABLE:
-            return dataclasses.replace(CONDITIONS["table-photo"], name=name, table_photos=str(unseen_photos))
-        return dataclasses.replace(CONDITIONS["heldout-backgrounds"], name=name, backgrounds=str(unseen_photos))
+        return dataclasses.replace(resolve_condition(UNSEEN_CONDITIONS[name], str(unseen_photos)), name=name)
     return TRAIN_PHOTO_CONDITIONS[name]
 
 

@@ -58,7 +58,8 @@ def _ratio(num: np.ndarray | float, den: np.ndarray | float) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _nanmean(x: np.ndarray) -> float:
+def nanmean(x: np.ndarray) -> float:
+    """The mean of the entries that are not NaN; NaN when none is."""
     return float(np.mean(x[~np.isnan(x)])) if np.any(~np.isnan(x)) else float("nan")
 
 
@@ -77,10 +78,10 @@ def summarize(counts: PixelCounts, min_detection_px: int = 1) -> dict[str, float
         "recall": float(_ratio(TP, TP + FN)),
         "iou": float(_ratio(TP, TP + FP + FN)),
         "f1": float(_ratio(2 * TP, 2 * TP + FP + FN)),
-        "mean_precision": _nanmean(_ratio(tp, tp + fp)),
-        "mean_recall": _nanmean(_ratio(tp, tp + fn)),
-        "mean_iou": _nanmean(_ratio(tp, tp + fp + fn)),
-        "mean_f1": _nanmean(_ratio(2 * tp, 2 * tp + fp + fn)),
+        "mean_precision": nanmean(_ratio(tp, tp + fp)),
+        "mean_recall": nanmean(_ratio(tp, tp + fn)),
+        "mean_iou": nanmean(_ratio(tp, tp + fp + fn)),
+        "mean_f1": nanmean(_ratio(2 * tp, 2 * tp + fp + fn)),
         "found_rate": float(found[has_target].mean()) if has_target.any() else float("nan"),
         "false_detection_rate": float(false_det[~has_target].mean()) if (~has_target).any() else float("nan"),
         "tp_px": TP,
