@@ -12,6 +12,8 @@ running a benchmark leaves the checkout as it was. A file holds::
     machine                  CPU cores, load average, platform, Python, torch, device
     date                     UTC, ISO 8601
     package_version, git_commit, git_dirty
+    shipped_weights          sha256 of each file in grasp_s2r/weights/ when it ran (the README flags a figure of the
+                             shipped system once those weights change: :func:`changed_weights`)
     figures                  what the benchmark measured (its own keys)
 
 Files written before this format (``eval_shipped.json``: an ``eval.json``; ``compare_memory.json``) load as
@@ -34,6 +36,7 @@ from typing import Any
 from grasp_s2r import __version__
 from grasp_s2r.cpu import cpu_info
 from grasp_s2r.files import atomic_write
+from grasp_s2r.vision.images.corpus_manifest import sha256_of
 
 FORMAT = "grasp_s2r.benchmark"
 FORMAT_VERSION = 1
@@ -41,6 +44,8 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "benchmarks" / "results"
 SCRATCH_DIR = REPO / "runs" / "benchmarks"
 """Where a run's figures go when not ``--save``: ignored by git (``runs/``)."""
+WEIGHTS_DIR = REPO / "grasp_s2r" / "weights"
+"""The shipped weights, whose sha256 each results file records."""
 
 
 def default_json(name: str, *variant: str) -> Path:
@@ -134,11 +139,27 @@ def write_results(path: Path | None, name: str, figures: dict[str, Any], config:
             "config": _plain({k: v for k, v in cfg.items() if k not in ("json", "save")}), "machine": machine(),
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "package_version": __version__, "git_commit": _git("rev-parse", "HEAD"),
-            "git_dirty": None if dirty is None else bool(dirty), "figures": _plain(figures)}
+            "git_dirty": None if dirty is None else bool(dirty), "shipped_weights": shipped_weights(),
+            "figures": _plain(figures)}
     atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
     print(f"results: {path}" + ("" if path.parent.resolve() != SCRATCH_DIR else " (--save records them in "
                                                                           "benchmarks/results/)"))
     return path
+
+
+def shipped_weights() -> dict[str, str]:
+    """File name -> sha256 of each shipped weights file (``grasp_s2r/weights/*.pt``)."""
+    return {p.name: sha256_of(p) for p in sorted(WEIGHTS_DIR.glob("*.pt"))}
+
+
+def changed_weights(res: dict[str, Any]) -> list[str]:
+    """The shipped weights files that differ from those ``res`` (a loaded results file) was measured with; empty when
+    they are the same or the file predates the record."""
+    recorded = res.get("shipped_weights")
+    if recorded is None:
+        return []
+    now = shipped_weights()
+    return sorted(name for name in recorded.keys() | now.keys() if recorded.get(name) != now.get(name))
 
 
 def load_results(path: Path) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from results_io import load_results
+from results_io import changed_weights, load_results
 
 from grasp_s2r.stats import format_rate
 
@@ -207,11 +207,21 @@ def _readme_rows(d: Path) -> list[tuple[str, str, str]]:
     return rows
 
 
+SHIPPED_FIGURES = ("bench_vision", "eval_shipped", "own_scene")
+"""The README's rows that measure the shipped weights: flagged once those weights change (:func:`weights_flag`)."""
+
+
+def weights_flag(res: dict[str, Any]) -> str:
+    """A warning naming the shipped weights files changed since ``res`` was measured ('' when none did)."""
+    changed = changed_weights(res)
+    return f"; **measured with other shipped weights** ({', '.join(changed)}): re-measure" if changed else ""
+
+
 def readme_table(d: Path) -> str:
     rows = []
     for figure, value, name in _readme_rows(d):
         res = load(name, d)
-        where = measured_on(res) if res else "–"
+        where = measured_on(res) + (weights_flag(res) if name in SHIPPED_FIGURES else "") if res else "–"
         rows.append((figure, value, f"`{command(name, res)}`", f"{where} (`{name}.json`)"))
     return md_table(("figure", "value", "command", "measured on (`benchmarks/results/`)"), rows)
 

@@ -103,7 +103,8 @@ def test_a_benchmark_records_in_benchmarks_results_only_with_save(tmp_path, monk
         path = results_io.write_results(args.json, "bench_x", {"n": 1}, args, argv=["benchmarks/bench_x.py", *argv])
         # THEN benchmarks/results/ is written only with --save or a --json naming it; else runs/benchmarks/
         assert path == tmp_path / where / "bench_x.json" and path.is_file(), argv
-        assert "save" not in json.loads(path.read_text())["config"]
+        written = json.loads(path.read_text())
+        assert "save" not in written["config"] and written["shipped_weights"] == results_io.shipped_weights()
         shutil.rmtree(path.parent)
     # AND a run given an explicit default path in benchmarks/results/ (bench_eval's) follows the same rule
     path = results_io.write_results(tmp_path / "results" / "eval_shipped.json", "bench_eval", {}, parser.parse_args([]))
@@ -171,3 +172,27 @@ def test_val_suites_rows_show_the_shipped_segmenter_once_and_unmeasured_cells_bl
     assert [line.split(" | ")[0] for line in lines[1:]] == ["| `shipped`", "| `c.pt`"]
     assert lines[2] == "| `c.pt` | 0.700 / 0.700 / 0.700 / 0.300 | - | 0.850 / 0.850 / 0.850 / 0.150 |"
     assert "10 images a suite" in text and "`VAL`" in text
+
+
+def test_readme_flags_figures_of_the_shipped_system_once_its_weights_change(tmp_path, monkeypatch):
+    import results_io
+
+    # GIVEN the tracked results and a copy of the shipped weights they were measured with
+    weights = tmp_path / "weights"
+    shutil.copytree(results_io.WEIGHTS_DIR, weights)
+    monkeypatch.setattr(results_io, "WEIGHTS_DIR", weights)
+    shipped_rows = ("`eval_shipped.json`", "`bench_vision.json`", "`own_scene.json`")
+
+    def rows() -> list[str]:
+        text, _ = tables.render(README_BLOCK, tmp_path / "README.md", {}, BENCH / "results")
+        return [line for line in text.splitlines() if line.startswith("| ")]
+
+    # WHEN the README table is rendered with those weights, THEN no row is flagged
+    assert not [row for row in rows() if "other shipped weights" in row]
+    # WHEN the segmenter changes (new weights shipped, figures not re-measured)
+    with open(weights / "segmenter_64px.pt", "ab") as f:
+        f.write(b"\0")
+    flagged = [row for row in rows() if "other shipped weights" in row]
+    # THEN exactly the rows that measured the shipped system say so, naming the file; the others do not
+    assert len(flagged) == len(shipped_rows) and all("segmenter_64px.pt" in row for row in flagged)
+    assert all(any(name in row for row in flagged) for name in shipped_rows)
