@@ -14,7 +14,7 @@ successes and of failures and one line a failure; writes ``runs/benchmarks/table
 started: a 16 px window around it, as the camera saw it and with the controller's mask (green: on the sphere, red:
 elsewhere, blue: the sphere missed). ``--validation CONDITION``: instead, one of the conditions that show no held-out
 photo (``validation.TRAIN_PHOTO_CONDITIONS``, e.g. ``start-out-of-view``) on the validation seeds, where candidates are
-compared. ``--strips DIR``: each failed episode as a strip of 20 frames overlaid with the controller's mask
+compared; or an unseen-photo one (``table-photo-unseen``, ``backgrounds-unseen``) on ``--backgrounds``' photos. ``--strips DIR``: each failed episode as a strip of 20 frames overlaid with the controller's mask
 (``DIR/seed-SEED.png``).
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from results_io import add_json_argument, write_results
-from validation import TRAIN_PHOTO_CONDITIONS, VALIDATION_BASE, validation_condition
+from validation import TRAIN_PHOTO_CONDITIONS, UNSEEN_CONDITIONS, VALIDATION_BASE, validation_condition
 
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control import seeds
@@ -81,19 +81,22 @@ def main() -> int:
     p.add_argument("--policy", default="", help="controller checkpoint (default: the shipped one)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--crops", default="", help="write a PNG of each failure's sphere at the start (16 px around it)")
-    p.add_argument("--validation", default="", choices=("", *TRAIN_PHOTO_CONDITIONS),
-                   help="this condition on the validation seeds instead of table-photo on the test seeds")
+    p.add_argument("--validation", default="", choices=("", *TRAIN_PHOTO_CONDITIONS, *UNSEEN_CONDITIONS),
+                   help="this condition on the validation seeds instead of table-photo on the test seeds (an unseen "
+                        "one on --backgrounds' photos)")
     p.add_argument("--strips", type=Path, default=None, help="write each failed episode's strip in this folder")
     add_json_argument(p, "table_photo_failures")
     args = p.parse_args()
-    if args.validation and args.backgrounds:
-        sys.exit("table_photo_failures: --validation runs on the training photos; --backgrounds is for table-photo")
+    if (args.validation in UNSEEN_CONDITIONS) != bool(args.backgrounds) and (args.validation or args.backgrounds):
+        sys.exit(f"table_photo_failures: --backgrounds goes with table-photo or --validation "
+                 f"{' / '.join(UNSEEN_CONDITIONS)} (the photos they show); the other validation conditions show the "
+                 "training photos")
     torch.set_num_threads(1)
     policy = Policy.load(Path(args.policy or default_controller_path()), "cpu")[0]
     masks = make_mask_source("predicted", args.vision, "cpu")
     name = args.validation or "table-photo"
     if args.validation:
-        cond, base = validation_condition(args.validation), VALIDATION_BASE
+        cond, base = validation_condition(args.validation, args.backgrounds or None), VALIDATION_BASE
     else:
         cond, base = resolve_condition("table-photo", args.backgrounds or None), seeds.TEST_BASE
     requests = [EpisodeRequest(seed=base + i, condition=cond) for i in range(args.episodes)]
@@ -118,7 +121,9 @@ def main() -> int:
             if not r.success:
                 write_png(episode_strip(r), args.strips / f"seed-{r.request.seed}.png")
         print(f"strips: {args.strips}/seed-SEED.png, one a failed episode")
-    where = f"validation seeds, {args.validation}" if args.validation else args.backgrounds or "embedded held-out"
+    where = args.backgrounds or "embedded held-out"
+    if args.validation:
+        where = f"validation seeds, {args.validation}" + (f", {args.backgrounds}" if args.backgrounds else "")
     write_results(args.json, "table_photo_failures", {"backgrounds": where, "condition": name,
                                                       "summary": summary, "episodes": rows}, args)
     return 0

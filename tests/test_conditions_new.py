@@ -89,6 +89,17 @@ def test_table_photo_renders_the_photo_on_the_table_and_keeps_the_exact_masks(en
     assert [e["event"] for e in hooks.events] == ["table-photo"]
 
 
+def test_table_photo_draws_from_every_photo_of_a_folder_of_more_than_32(env, tmp_path):
+    # GIVEN a folder of 40 photos (more than the 32 crops a smaller set gives), each a flat shade of its own
+    for i in range(40):
+        cv2.imwrite(str(tmp_path / f"photo{i:02d}.png"), np.full((40, 40, 3), 5 * i, np.uint8))
+    cond = resolve_condition("table-photo", str(tmp_path))
+    # WHEN 30 episodes start on it
+    drawn = {_start(env, cond, seed=s)[2].events[0]["texture"] for s in range(30)}
+    # THEN textures past the 32nd are drawn too: texture k is photo k, and none of the 40 is left out
+    assert max(drawn) >= 32 and max(drawn) < 40
+
+
 def test_table_photo_uses_the_heldout_photos_by_default_and_the_first_frame_shows_them(env):
     cond = CONDITIONS["table-photo"]
     assert cond.table_photos == "heldout"

@@ -135,7 +135,8 @@ def test_adabn_re_estimates_only_the_batch_norm_statistics_on_the_given_frames(t
 
 def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_path):
     """``table_photo_failures.py --validation start-out-of-view``: the validation seeds of that condition, one row an
-    episode, a strip for each failed one and none for the others; with ``--backgrounds`` refused."""
+    episode, a strip for each failed one and none for the others; with ``--backgrounds`` refused (it goes with the
+    unseen-photo conditions only)."""
     import json
     import subprocess
 
@@ -156,6 +157,7 @@ def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_
         if not row["success"]:
             rows, columns = -(-min(20, row["steps"]) // 10), min(10, row["steps"])
             assert cv2.imread(str(strips / f"seed-{row['seed']}.png")).shape[:2] == (rows * 66 * 3, columns * 66 * 3)
-    r = subprocess.run([sys.executable, script, "--validation", "nominal", "--backgrounds", str(tmp_path)],
-                       capture_output=True, text=True, check=False, timeout=120)
-    assert r.returncode != 0 and "--validation runs on the training photos" in r.stderr
+    # a training-photo condition with --backgrounds, an unseen-photo one without: refused, each in one line
+    for argv in (["--validation", "nominal", "--backgrounds", str(tmp_path)], ["--validation", validation.UNSEEN_TABLE]):
+        r = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, check=False, timeout=120)
+        assert r.returncode != 0 and "--backgrounds goes with table-photo or --validation" in r.stderr, argv

@@ -24,7 +24,7 @@ from grasp_s2r.sim.config import RandomizationConfig
 from grasp_s2r.sim.env import ACTION_DIM, GraspEnv, StepResult
 from grasp_s2r.sim.randomization import EpisodeParams, sample_camera_jitter
 from grasp_s2r.sim.robot import ARM_JOINTS, FINGER_JOINTS, PALM_LINK
-from grasp_s2r.sim.table_texture import env_photo_textures, set_table_texture
+from grasp_s2r.sim.table_texture import N_PHOTO_TEXTURES, env_photo_textures, set_table_texture
 
 _FULL_JITTER = RandomizationConfig()
 """The scene's own camera mount jitter (4 mm / 2 deg), which ``camera-miscalibration`` draws from (the controller's
@@ -49,7 +49,8 @@ class Condition:
     """Composite each frame onto photos: "" (raw sim render), "train", "heldout", or a folder of photos."""
     table_photos: str = ""
     """A photo as the sim table's texture (rendered, not composited): "" (the episode's procedural table),
-    "train", "heldout", or a folder of photos. One of 32 crops of the set (``table_texture.N_PHOTO_TEXTURES``) per episode."""
+    "train", "heldout", or a folder of photos. One of the set's crops per episode: 32 crops
+    (``table_texture.N_PHOTO_TEXTURES``), or one a photo for a set of more photos (every photo of a folder is used)."""
     camera_jitter_m: float | None = None
     """The camera mount's position jitter (per axis, uniform) drawn for the episode instead of the env's own
     (``RandomizationConfig.camera_jitter_m``); None: the env's."""
@@ -245,7 +246,8 @@ class EpisodeHooks:
         if c.start_out_of_view_deg > 0:
             result = self._start_out_of_view()
         if c.table_photos:
-            ids = env_photo_textures(env, c.table_photos, self._photos(c.table_photos))
+            photos = self._photos(c.table_photos)
+            ids = env_photo_textures(env, c.table_photos, photos, n=max(N_PHOTO_TEXTURES, len(photos)))
             k = int(self.rng.integers(len(ids)))
             set_table_texture(env, ids[k])
             result = StepResult(frame=env.render(), proprio=env.proprio(), success=False, terminated=False,
