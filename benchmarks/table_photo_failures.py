@@ -33,7 +33,7 @@ from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control import seeds
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.drawing import crop_around, image_grid, overlay_tile, write_png
-from grasp_s2r.runtime.conditions import resolve_condition
+from grasp_s2r.runtime.conditions import photo_names, resolve_condition
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
@@ -52,6 +52,22 @@ def episode_row(arrays: dict[str, np.ndarray]) -> dict[str, float]:
     return {"in_view": float(in_view.mean()), "found": float(hit[in_view].mean()) if in_view.any() else float("nan"),
             "false_blob": float(blob.mean()), "first_found": int(np.argmax(hit)) if hit.any() else -1,
             "width0_px": float(mask_width_px(gt[:1])[0]), "steps": n}
+
+
+def table_photo(info: dict, names: list[str]) -> str:
+    """The name of the photo an episode had as its table (its ``table-photo`` event's texture)."""
+    k = next(e["texture"] for e in info["events"] if e["event"] == "table-photo")
+    return names[k % len(names)]
+
+
+def failures_by_photo(rows: list[dict]) -> dict[str, tuple[int, int]]:
+    """Table photo -> (failed episodes, episodes), most failures first."""
+    out: dict[str, list[int]] = {}
+    for r in rows:
+        out.setdefault(r["table_photo"], [0, 0])
+        out[r["table_photo"]][0] += not r["success"]
+        out[r["table_photo"]][1] += 1
+    return {n: (k, e) for n, (k, e) in sorted(out.items(), key=lambda kv: (-kv[1][0], kv[0]))}
 
 
 def failure_crops(records, side: int = 16) -> np.ndarray:
@@ -102,7 +118,9 @@ def main() -> int:
     requests = [EpisodeRequest(seed=base + i, condition=cond) for i in range(args.episodes)]
     with RolloutPool(control_env_config(), args.workers) as pool:
         recs = pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc=name)
-    rows = [{"seed": r.request.seed, "success": bool(r.success), **episode_row(r.arrays)} for r in recs]
+    names = photo_names(cond.table_photos) if cond.table_photos else []
+    rows = [{"seed": r.request.seed, "success": bool(r.success), **episode_row(r.arrays),
+             **({"table_photo": table_photo(r.info, names)} if names else {})} for r in recs]
     summary = {}
     for label, ok in (("successes", True), ("failures", False)):
         sel = [r for r in rows if r["success"] == ok]
@@ -112,6 +130,10 @@ def main() -> int:
     for r in rows:
         if not r["success"]:
             print(f"  failed seed {r['seed']}: " + ", ".join(f"{k} {r[k]:.2f}" for k in KEYS))
+    if names:
+        by_photo = failures_by_photo(rows)
+        print("failures by table photo: " + ", ".join(f"{n} {k}/{e}" for n, (k, e) in by_photo.items() if k))
+        summary["failures_by_table_photo"] = by_photo
     if args.crops:
         failed = [r for r in recs if not r.success]
         if failed:

@@ -157,6 +157,20 @@ def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_
         if not row["success"]:
             rows, columns = -(-min(20, row["steps"]) // 10), min(10, row["steps"])
             assert cv2.imread(str(strips / f"seed-{row['seed']}.png")).shape[:2] == (rows * 66 * 3, columns * 66 * 3)
+    # an unseen-photo table on a folder: each episode names the photo it had as its table, failures counted by photo
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for k in range(3):
+        cv2.imwrite(str(photos / f"table{k}.png"), np.full((48, 48, 3), 60 * k + 40, np.uint8))
+    r = subprocess.run([sys.executable, script, "--validation", validation.UNSEEN_TABLE, "--backgrounds", str(photos),
+                        "--episodes", "3", "--workers", "1", "--policy", str(untrained), "--json", str(out)],
+                       capture_output=True, text=True, check=False, timeout=600)
+    assert r.returncode == 0, r.stderr
+    figures = json.loads(out.read_text())["figures"]
+    assert {row["table_photo"] for row in figures["episodes"]} <= {f"table{k}.png" for k in range(3)}
+    by_photo = figures["summary"]["failures_by_table_photo"]
+    assert sum(e for _, e in by_photo.values()) == 3
+    assert sum(k for k, _ in by_photo.values()) == sum(not row["success"] for row in figures["episodes"])
     # a training-photo condition with --backgrounds, an unseen-photo one without: refused, each in one line
     for argv in (["--validation", "nominal", "--backgrounds", str(tmp_path)], ["--validation", validation.UNSEEN_TABLE]):
         r = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, check=False, timeout=120)

@@ -134,6 +134,17 @@ def resolve_condition(name: str, backgrounds_dir: str | None = None) -> Conditio
     return cond
 
 
+def photo_names(source: str) -> list[str]:
+    """The names of :func:`load_photos` ``(source)``'s photos, in its order (table texture ``k`` shows photo
+    ``k % len``)."""
+    from grasp_s2r.vision.images.backgrounds import split_names
+
+    if source in PHOTO_SPLITS:
+        return list(split_names()[source])
+    split = split_names(Path(source))
+    return [name for s in PHOTO_SPLITS for name in split[s]]
+
+
 def load_photos(source: str) -> list[np.ndarray]:
     """Photos uint8 (H, W, 3) of an embedded split (``"train"``, ``"heldout"``), or all photos of a folder."""
     from grasp_s2r.vision.images.backgrounds import load_backgrounds  # only composited conditions need vision
