@@ -123,32 +123,44 @@ def segmenter_recipe_runs(d: Path) -> list[str]:
 
 def segmenter_recipe_table(d: Path) -> str:
     """Each candidate segmenter (with the shipped controller or its own) on validation episodes
-    (``segmenter_recipe``): the columns are the first run's conditions (a condition a row was not run on: "-"),
-    the mean over the row's cells."""
+    (``segmenter_recipe``): a column a condition any run measured, in the order first run (an unseen-photo condition
+    once per photo folder: ``backgrounds-unseen on DIR``); a row a candidate, the shipped one once with the cells
+    of every run (validation seeds from the first: a cell measured twice shows its longest run); a cell its row was
+    not run on: "-"; the mean over the row's cells."""
     loaded = [(name, res) for name in segmenter_recipe_runs(d) if (res := load(name, d)) is not None]
     if not loaded:
         return not_measured("segmenter_recipe")
-    conditions = loaded[0][1]["figures"]["conditions"]
+
+    def column(res: dict, condition: str) -> str:
+        photos = res["figures"].get("unseen_photos", "")
+        return f"{condition} on {photos}" if condition.endswith("-unseen") and photos else condition
+
+    conditions: list[str] = []
     seen: dict[str, dict] = {}
-    for _, res in loaded:  # the shipped row of every run is the same episodes: shown once
+    for _, res in loaded:
         for label, r in res["figures"]["rows"].items():
-            seen.setdefault(label + camera_label(r.get("camera_px", 64)), r)
+            cells = seen.setdefault(label + camera_label(r.get("camera_px", 64)), {})
+            for c, v in r["validation"].items():
+                if column(res, c) not in cells or v["episodes"] > cells[column(res, c)]["episodes"]:
+                    cells[column(res, c)] = v  # the same seeds from the first: the most episodes kept
+                if column(res, c) not in conditions:
+                    conditions.append(column(res, c))
 
     def cell(v: dict | None) -> str:
         return "-" if v is None else (f"{100 * v['successes'] / v['episodes']:.1f} "
                                       f"({100 * v['ci_low']:.1f}-{100 * v['ci_high']:.1f})")
 
-    def mean(r: dict) -> float:
-        shown = [r["validation"][c] for c in conditions if c in r["validation"]]
-        return sum(v["successes"] / v["episodes"] for v in shown) / max(1, len(shown))
+    def mean(cells: dict) -> float:
+        return sum(v["successes"] / v["episodes"] for v in cells.values()) / max(1, len(cells))
 
     best = max(seen, key=lambda k: mean(seen[k]))
-    rows = [(f"`{label}`", *(cell(r["validation"].get(c)) for c in conditions),
-             f"**{100 * mean(r):.1f}**" if label == best else f"{100 * mean(r):.1f}") for label, r in seen.items()]
+    rows = [(f"`{label}`", *(cell(cells.get(c)) for c in conditions),
+             f"**{100 * mean(cells):.1f}**" if label == best else f"{100 * mean(cells):.1f}")
+            for label, cells in seen.items()]
     episodes = {res["figures"]["episodes"] for _, res in loaded}
     return (md_table(("segmenter (+ controller, where not the shipped one)", *conditions, "mean"), rows)
             + f"\n\nSuccess in % (95 % CI), {', '.join(map(str, sorted(episodes)))} validation episodes a condition "
-            "(training photos, seeds no other run uses). "
+            "(training photos, or the photos of the folder named, seeds no other run uses). "
             + " ".join(provenance(name, res) for name, res in loaded))
 
 

@@ -142,6 +142,19 @@ def test_segmenter_recipe_rows_name_their_camera_and_leave_unrun_conditions_blan
     assert len(lines) == 2
     assert lines[0].startswith("| `shipped` | 90.0 (85.0-95.0) | 80.0 (75.0-85.0) | 85.0 |")
     assert lines[1] == "| `cand.pt + ctrl.pt (96 px camera)` | 100.0 (95.0-100.0) | - | **100.0** |"
+    # WHEN a third run measures the shipped system longer on one condition and on an unseen-photo condition
+    longer = {"successes": 27, "episodes": 30, "ci_low": 0.74, "ci_high": 0.97}
+    unseen = {"camera_px": 64, "validation": {"start-out-of-view": longer, "backgrounds-unseen": val(7)}}
+    results_io.write_results(results / "segmenter_recipe-3.json", "segmenter_recipe",
+                             {"episodes": 30, "conditions": ["backgrounds-unseen", "start-out-of-view"],
+                              "unseen_photos": "VAL", "rows": {"shipped": unseen}}, ns, save=True,
+                             argv=["benchmarks/segmenter_recipe.py"])
+    text = tables_training.segmenter_recipe_table(results)
+    # THEN the unseen condition is a column named with its photos, and the shipped cell of a condition measured
+    # twice is the longer run's
+    assert "| nominal | start-out-of-view | backgrounds-unseen on VAL | mean |" in text
+    shipped_line = next(line for line in text.splitlines() if line.startswith("| `shipped`"))
+    assert shipped_line.startswith("| `shipped` | 90.0 (85.0-95.0) | 90.0 (74.0-97.0) | 70.0 (65.0-75.0) |")
 
 
 def test_val_suites_rows_show_the_shipped_segmenter_once_and_unmeasured_cells_blank(tmp_path):
