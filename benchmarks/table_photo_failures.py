@@ -8,7 +8,8 @@ Runs the shipped system (or ``--vision`` / ``--policy``) on ``table-photo`` (the
 ``--backgrounds``: yours, all of them) with the evaluation's seeds, recording every step. Per episode: ``in_view``
 (share of steps whose ground-truth mask is not empty), ``found`` (share of those where the controller's mask
 overlaps it), ``false_blob`` (share of steps with 3 or more mask pixels off the sphere), ``first_found`` (the
-first step that finds it, -1 never) and ``width0_px`` (the sphere's width at the first step). Prints the means of
+first step that finds it, -1 never) and ``width0_px`` (the sphere's width at the first step); a failure's kind
+(:func:`failure_kind`: lured away by false blobs, lost, never found, found but not grasped). Prints the means of
 successes and of failures and one line a failure; writes ``runs/benchmarks/table_photo_failures.json``
 (``--save``: ``benchmarks/results/``). ``--crops PNG``: a picture of the failures, each sphere where the episode
 started: a 16 px window around it, as the camera saw it and with the controller's mask (green: on the sphere, red:
@@ -52,6 +53,15 @@ def episode_row(arrays: dict[str, np.ndarray]) -> dict[str, float]:
     return {"in_view": float(in_view.mean()), "found": float(hit[in_view].mean()) if in_view.any() else float("nan"),
             "false_blob": float(blob.mean()), "first_found": int(np.argmax(hit)) if hit.any() else -1,
             "width0_px": float(mask_width_px(gt[:1])[0]), "steps": n}
+
+
+def failure_kind(row: dict) -> str:
+    """What a failed episode did: ``lured away`` (the sphere in view under half the steps, the mask firing elsewhere
+    in 30 % or more), ``lost`` (in view under half the steps, no such lure), ``never found`` (in view, found in
+    under 20 % of those steps), ``found, not grasped``."""
+    if row["in_view"] < 0.5:
+        return "lured away" if row["false_blob"] >= 0.3 else "lost"
+    return "never found" if row["found"] < 0.2 else "found, not grasped"
 
 
 def table_photo(info: dict, names: list[str]) -> str:
@@ -129,7 +139,11 @@ def main() -> int:
             print(f"{label:9s} {len(sel):4d}: " + ", ".join(f"{k} {summary[label][k]:.2f}" for k in KEYS))
     for r in rows:
         if not r["success"]:
-            print(f"  failed seed {r['seed']}: " + ", ".join(f"{k} {r[k]:.2f}" for k in KEYS))
+            r["kind"] = failure_kind(r)
+            print(f"  failed seed {r['seed']} ({r['kind']}): " + ", ".join(f"{k} {r[k]:.2f}" for k in KEYS))
+    kinds = [r["kind"] for r in rows if not r["success"]]
+    summary["failure_kinds"] = {k: kinds.count(k) for k in ("lured away", "lost", "never found", "found, not grasped")}
+    print("failures by kind: " + ", ".join(f"{k} {n}" for k, n in summary["failure_kinds"].items()))
     if names:
         by_photo = failures_by_photo(rows)
         print("failures by table photo: " + ", ".join(f"{n} {k}/{e}" for n, (k, e) in by_photo.items() if k))

@@ -171,6 +171,10 @@ def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_
     by_photo = figures["summary"]["failures_by_table_photo"]
     assert sum(e for _, e in by_photo.values()) == 3
     assert sum(k for k, _ in by_photo.values()) == sum(not row["success"] for row in figures["episodes"])
+    # and each failure has one kind
+    failed = [row for row in figures["episodes"] if not row["success"]]
+    assert sum(figures["summary"]["failure_kinds"].values()) == len(failed)
+    assert all(row["kind"] in figures["summary"]["failure_kinds"] for row in failed)
     # a training-photo condition with --backgrounds, an unseen-photo one without: refused, each in one line
     for argv in (["--validation", "nominal", "--backgrounds", str(tmp_path)], ["--validation", validation.UNSEEN_TABLE]):
         r = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, check=False, timeout=120)
