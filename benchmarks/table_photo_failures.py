@@ -15,7 +15,8 @@ successes and of failures and one line a failure; writes ``runs/benchmarks/table
 started: a 16 px window around it, as the camera saw it and with the controller's mask (green: on the sphere, red:
 elsewhere, blue: the sphere missed). ``--validation CONDITION``: instead, one of the conditions that show no held-out
 photo (``validation.TRAIN_PHOTO_CONDITIONS``, e.g. ``start-out-of-view``) on the validation seeds, where candidates are
-compared; or an unseen-photo one (``table-photo-unseen``, ``backgrounds-unseen``) on ``--backgrounds``' photos. ``--strips DIR``: each failed episode as a strip of 20 frames overlaid with the controller's mask
+compared; or an unseen-photo one (``table-photo-unseen``, ``backgrounds-unseen``) on ``--backgrounds``' photos.
+``--strips DIR``: each failed episode as a strip of 20 frames overlaid with the controller's mask
 (``DIR/seed-SEED.png``).
 """
 
@@ -42,6 +43,8 @@ from grasp_s2r.sim.config import control_env_config
 from grasp_s2r.vision.evaluation.metrics import mask_width_px, nanmean
 
 KEYS = ("in_view", "found", "false_blob", "first_found", "width0_px", "steps")
+FAILURE_KINDS = ("lured away", "lost", "never found", "found, not grasped")
+"""What a failed episode did (:func:`failure_kind`), in the order the summary counts them."""
 
 
 def episode_row(arrays: dict[str, np.ndarray]) -> dict[str, float]:
@@ -59,9 +62,10 @@ def failure_kind(row: dict) -> str:
     """What a failed episode did: ``lured away`` (the sphere in view under half the steps, the mask firing elsewhere
     in 30 % or more), ``lost`` (in view under half the steps, no such lure), ``never found`` (in view, found in
     under 20 % of those steps), ``found, not grasped``."""
+    lured, lost, never_found, not_grasped = FAILURE_KINDS
     if row["in_view"] < 0.5:
-        return "lured away" if row["false_blob"] >= 0.3 else "lost"
-    return "never found" if row["found"] < 0.2 else "found, not grasped"
+        return lured if row["false_blob"] >= 0.3 else lost
+    return never_found if row["found"] < 0.2 else not_grasped
 
 
 def table_photo(info: dict, names: list[str]) -> str:
@@ -134,7 +138,8 @@ def main() -> int:
     summary = {}
     for label, ok in (("successes", True), ("failures", False)):
         sel = [r for r in rows if r["success"] == ok]
-        summary[label] = {"episodes": len(sel), **{k: nanmean(np.array([r[k] for r in sel], float)) if sel else None for k in KEYS}}
+        summary[label] = {"episodes": len(sel),
+                          **{k: nanmean(np.array([r[k] for r in sel], float)) if sel else None for k in KEYS}}
         if sel:
             print(f"{label:9s} {len(sel):4d}: " + ", ".join(f"{k} {summary[label][k]:.2f}" for k in KEYS))
     for r in rows:
@@ -142,7 +147,7 @@ def main() -> int:
             r["kind"] = failure_kind(r)
             print(f"  failed seed {r['seed']} ({r['kind']}): " + ", ".join(f"{k} {r[k]:.2f}" for k in KEYS))
     kinds = [r["kind"] for r in rows if not r["success"]]
-    summary["failure_kinds"] = {k: kinds.count(k) for k in ("lured away", "lost", "never found", "found, not grasped")}
+    summary["failure_kinds"] = {k: kinds.count(k) for k in FAILURE_KINDS}
     print("failures by kind: " + ", ".join(f"{k} {n}" for k, n in summary["failure_kinds"].items()))
     if names:
         by_photo = failures_by_photo(rows)

@@ -141,10 +141,11 @@ def segmenter_recipe_table(d: Path) -> str:
         for label, r in res["figures"]["rows"].items():
             cells = seen.setdefault(label + camera_label(r.get("camera_px", 64)), {})
             for c, v in r["validation"].items():
-                if column(res, c) not in cells or v["episodes"] > cells[column(res, c)]["episodes"]:
-                    cells[column(res, c)] = v  # the same seeds from the first: the most episodes kept
-                if column(res, c) not in conditions:
-                    conditions.append(column(res, c))
+                key = column(res, c)
+                if key not in cells or v["episodes"] > cells[key]["episodes"]:
+                    cells[key] = v  # the same seeds from the first: the most episodes kept
+                if key not in conditions:
+                    conditions.append(key)
 
     def cell(v: dict | None) -> str:
         return "-" if v is None else (f"{100 * v['successes'] / v['episodes']:.1f} "
