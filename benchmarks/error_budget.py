@@ -31,7 +31,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import torch
-from results_io import add_json_argument, write_results
+from results_io import add_json_argument, display_path, write_results
 from sphere_context import hits
 from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation_condition
 
@@ -169,7 +169,7 @@ def main() -> int:
         if m["missed"]:
             print(f"{label}: {m['missed']} frames miss the sphere in view; its peak probability >= "
                   f"{MISSED_SIGNAL_PROB} in {m['signal']:.2f}, the frame's peak in {m['top']:.2f}")
-    write_results(args.json, "error_budget", {"photos": args.photos.name, "vision": vision,
+    write_results(args.json, "error_budget", {"photos": args.photos.name, "vision": display_path(vision),
                                               "camera_px": args.camera_px, "episodes": args.episodes,
                                               "rows": rows, "by_height": heights, "misses": misses}, args)
     return 0

@@ -48,6 +48,13 @@ WEIGHTS_DIR = REPO / "grasp_s2r" / "weights"
 """The shipped weights, whose sha256 each results file records."""
 
 
+def display_path(path: str) -> str:
+    """``path`` relative to the repository where it lies inside it (results files name files the same on every
+    clone)."""
+    p = Path(path).absolute()
+    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else path
+
+
 def default_json(name: str, *variant: str) -> Path:
     """``benchmarks/results/<name>[-<variant>...].json``; empty variant parts are left out."""
     return RESULTS_DIR / ("-".join([name, *(v for v in variant if v)]) + ".json")

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import torch
-from results_io import REPO, add_json_argument, write_results
+from results_io import add_json_argument, display_path, write_results
 from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation_condition
 
 from grasp_s2r.agent import default_controller_path
@@ -46,12 +46,6 @@ SEARCHES = {
 }
 """The expert's searches compared (``SearchConfig`` fields; ``grasp-s2r dagger --search-height``,
 ``--first-look-height``)."""
-
-
-def display_path(path: str) -> str:
-    """``path`` relative to the repository where it lies inside it."""
-    p = Path(path).absolute()
-    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else path
 
 
 def main() -> int:

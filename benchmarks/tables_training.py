@@ -189,7 +189,7 @@ OWN_SCENE_VALIDATION = ("own_scene-validation", "own_scene-validation-segmenter"
 """The adaptation recipes compared on the validation photo set (``mate-backgrounds``), before the report sets."""
 
 
-def own_scene_table(d: Path, names: tuple[str, ...] = ("own_scene",)) -> str:
+def own_scene_table(d: Path, names: tuple[str, ...] = ("own_scene", "own_scene-2")) -> str:
     """``own_scene``: the shipped system and the adapted one on the test parts of each photo set (one row a set,
     condition and ``grasp-s2r adapt`` option set)."""
     loaded = [(name, res) for name in names if (res := load(name, d)) is not None]
@@ -318,7 +318,9 @@ def error_budget_table(d: Path) -> str:
     if not loaded:
         return not_measured("error_budget")
     runs = [res["figures"] for _, res in loaded]
-    labels = [f"`{f['vision']}`{camera_label(f['camera_px'])}" for f in runs]
+    photos = sorted({f["photos"] for f in runs})
+    labels = [f"`{f['vision']}`{camera_label(f['camera_px'])}"
+              + (f" on `{f['photos']}`" if len(photos) > 1 else "") for f in runs]
     masks = list(runs[0]["rows"])
     rows = [(f"`{m}`", *(rate_ci(f["rows"][m]) for f in runs)) for m in masks]
     parts = [md_table(("masks the shipped controller runs on", *(f"segmenter {label}" for label in labels)), rows)]
@@ -337,7 +339,7 @@ def error_budget_table(d: Path) -> str:
         if f.get("misses"):  # measured since the peak probability of missed spheres was recorded
             parts[-1] += "\n\n" + _misses_text(f["misses"])
     episodes = {f["episodes"] for f in runs}
-    return ("\n\n".join(parts) + f"\n\n`{runs[0]['photos']}` as the table, "
+    return ("\n\n".join(parts) + f"\n\n{' or '.join(f'`{p}`' for p in photos)} as the table, "
             f"{', '.join(map(str, sorted(episodes)))} validation episodes a cell (success in %, 95 % CI). The frames "
             "of a segmenter's own masks: in view = frames showing the sphere, found = share where the mask touches "
             "it, false blob = share of all frames with 3 or more mask pixels elsewhere, width = the sphere's median "

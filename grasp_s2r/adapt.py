@@ -68,7 +68,8 @@ class AdaptConfig:
     """Episodes per condition on which each round is measured (the best round is kept)."""
     segmenter_steps: int = 4000
     """Fine-tune the shipped segmenter this many steps on composites over your photos first (about 9 minutes on 2
-    cores; 0: keep it, the controller alone). Chosen on the validation set; what it buys: docs/own-scene.md."""
+    cores with AVX-512 BF16, 25 in fp32; 0: keep it, the controller alone). Chosen on the validation set; what it
+    buys: docs/own-scene.md."""
     workers: int = 2
     """Environment processes."""
     seed: int = 0

@@ -209,3 +209,40 @@ def test_readme_flags_figures_of_the_shipped_system_once_its_weights_change(tmp_
     # THEN exactly the rows that measured the shipped system say so, naming the file; the others do not
     assert len(flagged) == len(shipped_rows) and all("segmenter_64px.pt" in row for row in flagged)
     assert all(any(name in row for row in flagged) for name in shipped_rows)
+
+
+def test_error_budget_columns_name_their_photos_when_runs_differ(tmp_path):
+    import argparse
+
+    import results_io
+    import tables_training
+
+    # GIVEN two error-budget runs of the shipped segmenter, on two folders of validation photos
+    def rate(k: int) -> dict:
+        return {"successes": k, "episodes": 10, "ci_low": 0.1 * k - 0.05, "ci_high": min(1.0, 0.1 * k + 0.05)}
+
+    height = {"height_cm": [0, 2], "failed": {"frames": 4, "in_view": 2, "found": 0.5, "false_blob": 0.25,
+                                              "width_px": 9.0},
+              "succeeded": {"frames": 6, "in_view": 6, "found": 1.0, "false_blob": 0.0, "width_px": 10.0}}
+    vision = results_io.display_path(str(results_io.WEIGHTS_DIR / "segmenter_64px.pt"))
+    ns = argparse.Namespace(json=None, save=True)
+    results = tmp_path / "results"
+    for name, photos, k in (("error_budget", "wallpapers", 8), ("error_budget-2", "VAL", 9)):
+        rows = {m: rate(k) for m in ("segmenter", "no false blobs", "no misses", "ground truth")}
+        results_io.write_results(results / f"{name}.json", "error_budget",
+                                 {"photos": photos, "vision": vision, "camera_px": 64, "episodes": 10,
+                                  "rows": rows, "by_height": [height]}, ns, save=True,
+                                 argv=["benchmarks/error_budget.py"])
+    # WHEN the table is rendered
+    text = tables_training.error_budget_table(results)
+    # THEN the weights are named as the repository holds them, each column and frames table says its photos, and
+    # the caption names both folders
+    assert vision == "grasp_s2r/weights/segmenter_64px.pt"
+    assert ("| masks the shipped controller runs on | segmenter `grasp_s2r/weights/segmenter_64px.pt` on "
+            "`wallpapers` | segmenter `grasp_s2r/weights/segmenter_64px.pt` on `VAL` |") in text
+    assert "Segmenter `grasp_s2r/weights/segmenter_64px.pt` on `VAL`, its frames by TCP height:" in text
+    assert "`VAL` or `wallpapers` as the table, 10 validation episodes a cell" in text
+    # AND one run alone is labelled without its photos (the caption names them)
+    (results / "error_budget-2.json").unlink()
+    text = tables_training.error_budget_table(results)
+    assert "segmenter `grasp_s2r/weights/segmenter_64px.pt` |" in text and "`wallpapers` as the table" in text
