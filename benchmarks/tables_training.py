@@ -189,9 +189,10 @@ OWN_SCENE_VALIDATION = ("own_scene-validation", "own_scene-validation-segmenter"
 """The adaptation recipes compared on the validation photo set (``mate-backgrounds``), before the report sets."""
 
 
-def own_scene_table(d: Path, names: tuple[str, ...] = ("own_scene", "own_scene-2")) -> str:
-    """``own_scene``: the shipped system and the adapted one on the test parts of each photo set (one row a set,
-    condition and ``grasp-s2r adapt`` option set)."""
+def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
+    """``own_scene`` (and ``own_scene-2``, ...; or the runs ``names``): the shipped system and the adapted one on the
+    test parts of each photo set (one row a set, condition and ``grasp-s2r adapt`` option set)."""
+    names = tuple(names or numbered_runs(d, "own_scene"))
     loaded = [(name, res) for name in names if (res := load(name, d)) is not None]
     if not loaded:
         return not_measured(names[0])
