@@ -23,7 +23,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import torch
-from results_io import add_json_argument, write_results
+from results_io import add_json_argument, display_path, write_results
 from validation import UNSEEN_TABLE, VALIDATION_BASE, validation_condition
 
 from grasp_s2r.agent import default_controller_path
@@ -176,7 +176,7 @@ def main() -> int:
     found_by = {str(w): float(np.mean(first <= w)) for w in WIDTHS_PX} if len(first) else {}
     print("the failures replayed with ground-truth masks, found by sphere width: "
           + ", ".join(f"<= {w} px {v:.2f}" for w, v in found_by.items()))
-    write_results(args.json, "sphere_context", {"photos": Path(args.photos).name, "vision": vision,
+    write_results(args.json, "sphere_context", {"photos": Path(args.photos).name, "vision": display_path(vision),
                                                 "episodes": len(recs), "failed": len(failed), "rows": rows,
                                                 "approach_found_by_width_px": found_by,
                                                 "hue_near_table": near, "near_hue_deg": NEAR_HUE_DEG}, args)

@@ -19,6 +19,11 @@ from results_io import FORMAT, load_results
 README_BLOCK = "# Results\n\n<!-- results:readme -->\nold\n<!-- /results:readme -->\n"
 
 
+def ten_episodes(k: int) -> dict:
+    """A validation cell of ``k`` successes in 10 episodes, with a made-up interval of +-5 points."""
+    return {"successes": k, "episodes": 10, "ci_low": 0.1 * k - 0.05, "ci_high": min(1.0, 0.1 * k + 0.05)}
+
+
 def test_every_table_in_readme_and_docs_is_current(capsys):
     # WHEN the check runs on this checkout
     rc = tables.main(["--check"])
@@ -119,10 +124,8 @@ def test_segmenter_recipe_rows_name_their_camera_and_leave_unrun_conditions_blan
 
     # GIVEN a first run on two conditions (the shipped system, 64 px) and a later one on one of them, whose
     # candidate runs through a 96 px camera (its controller was trained on one)
-    def val(k: int) -> dict:
-        return {"successes": k, "episodes": 10, "ci_low": 0.1 * k - 0.05, "ci_high": min(1.0, 0.1 * k + 0.05)}
-
-    shipped = {"camera_px": 64, "validation": {"nominal": val(9), "start-out-of-view": val(8)}, "mean": 0.85}
+    shipped = {"camera_px": 64, "validation": {"nominal": ten_episodes(9), "start-out-of-view": ten_episodes(8)},
+               "mean": 0.85}
     rows = {"shipped": shipped}
     ns = argparse.Namespace(json=None, save=True)
     results = tmp_path / "results"
@@ -130,7 +133,7 @@ def test_segmenter_recipe_rows_name_their_camera_and_leave_unrun_conditions_blan
         ("segmenter_recipe", {"episodes": 10, "conditions": ["nominal", "start-out-of-view"], "rows": rows}),
         ("segmenter_recipe-2", {"episodes": 10, "conditions": ["nominal"],
                                 "rows": {"shipped": shipped, "cand.pt + ctrl.pt": {
-                                    "camera_px": 96, "validation": {"nominal": val(10)}, "mean": 1.0}}}),
+                                    "camera_px": 96, "validation": {"nominal": ten_episodes(10)}, "mean": 1.0}}}),
     ):
         results_io.write_results(results / f"{name}.json", name, figures, ns, save=True,
                                  argv=["benchmarks/segmenter_recipe.py"])
@@ -144,7 +147,7 @@ def test_segmenter_recipe_rows_name_their_camera_and_leave_unrun_conditions_blan
     assert lines[1] == "| `cand.pt + ctrl.pt (96 px camera)` | 100.0 (95.0-100.0) | - | **100.0** |"
     # WHEN a third run measures the shipped system longer on one condition and on an unseen-photo condition
     longer = {"successes": 27, "episodes": 30, "ci_low": 0.74, "ci_high": 0.97}
-    unseen = {"camera_px": 64, "validation": {"start-out-of-view": longer, "backgrounds-unseen": val(7)}}
+    unseen = {"camera_px": 64, "validation": {"start-out-of-view": longer, "backgrounds-unseen": ten_episodes(7)}}
     results_io.write_results(results / "segmenter_recipe-3.json", "segmenter_recipe",
                              {"episodes": 30, "conditions": ["backgrounds-unseen", "start-out-of-view"],
                               "unseen_photos": "VAL", "rows": {"shipped": unseen}}, ns, save=True,
@@ -218,9 +221,6 @@ def test_error_budget_columns_name_their_photos_when_runs_differ(tmp_path):
     import tables_training
 
     # GIVEN two error-budget runs of the shipped segmenter, on two folders of validation photos
-    def rate(k: int) -> dict:
-        return {"successes": k, "episodes": 10, "ci_low": 0.1 * k - 0.05, "ci_high": min(1.0, 0.1 * k + 0.05)}
-
     height = {"height_cm": [0, 2], "failed": {"frames": 4, "in_view": 2, "found": 0.5, "false_blob": 0.25,
                                               "width_px": 9.0},
               "succeeded": {"frames": 6, "in_view": 6, "found": 1.0, "false_blob": 0.0, "width_px": 10.0}}
@@ -228,7 +228,7 @@ def test_error_budget_columns_name_their_photos_when_runs_differ(tmp_path):
     ns = argparse.Namespace(json=None, save=True)
     results = tmp_path / "results"
     for name, photos, k in (("error_budget", "wallpapers", 8), ("error_budget-2", "VAL", 9)):
-        rows = {m: rate(k) for m in ("segmenter", "no false blobs", "no misses", "ground truth")}
+        rows = {m: ten_episodes(k) for m in ("segmenter", "no false blobs", "no misses", "ground truth")}
         results_io.write_results(results / f"{name}.json", "error_budget",
                                  {"photos": photos, "vision": vision, "camera_px": 64, "episodes": 10,
                                   "rows": rows, "by_height": [height]}, ns, save=True,
