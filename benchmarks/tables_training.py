@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from results_io import changed_weights
 from tables_render import load, md_table, not_measured, provenance, rate_ci
 from validation import UNSEEN_TABLE as UNSEEN
 
@@ -212,12 +213,16 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
                        f"detections {m['false_detection_rate']:.2f} ({m['views']} views)"
                        for system, m in r.get("frames", {}).items()]
     f = loaded[0][1]["figures"]
+    other = [f"`{name}` ({', '.join(changed)})" for name, res in loaded if (changed := changed_weights(res))]
+    older = (" Measured with other shipped weights than today's, its `shipped` column that system's: "
+             + ", ".join(other) + ".") if other else ""
     return (md_table(("photo set", "adapt options", "condition", "shipped", "adapted", "difference, points",
                       "adaptation, min"), rows)
             + f"\n\nSuccess in % (95 % CI), {f['episodes']} episodes a condition on the test parts (the right "
             f"{100 * (1 - f['tune_share']):.0f} % of each photo; adapted on the left {100 * f['tune_share']:.0f} %), "
             "the same episodes for both systems. Segmenters per frame, on photo-table views of the test parts: "
-            + "; ".join(dict.fromkeys(frames)) + ". " + " ".join(provenance(name, res) for name, res in loaded))
+            + "; ".join(dict.fromkeys(frames)) + "." + older + " "
+            + " ".join(provenance(name, res) for name, res in loaded))
 
 
 def table_photo_failures_table(d: Path) -> str:

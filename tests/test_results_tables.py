@@ -246,3 +246,20 @@ def test_error_budget_columns_name_their_photos_when_runs_differ(tmp_path):
     (results / "error_budget-2.json").unlink()
     text = tables_training.error_budget_table(results)
     assert "segmenter `grasp_s2r/weights/segmenter_64px.pt` |" in text and "`wallpapers` as the table" in text
+
+
+def test_own_scene_table_says_which_runs_measured_other_shipped_weights(monkeypatch):
+    import results_io
+    import tables_training
+
+    # GIVEN the tracked own-scene run and the shipped weights it recorded
+    recorded = load_results(BENCH / "results" / "own_scene.json")["shipped_weights"]
+    monkeypatch.setattr(results_io, "shipped_weights", lambda: recorded)
+    # WHEN the table is rendered with those weights shipped, THEN it flags nothing
+    assert "other shipped weights" not in tables_training.own_scene_table(BENCH / "results", ("own_scene",))
+    # WHEN the segmenter changes
+    monkeypatch.setattr(results_io, "shipped_weights", lambda: {**recorded, "segmenter_64px.pt": "0" * 64})
+    text = tables_training.own_scene_table(BENCH / "results", ("own_scene",))
+    # THEN the caption names the run and the file that changed, once
+    assert text.count("Measured with other shipped weights") == 1
+    assert "`own_scene` (segmenter_64px.pt)" in text
