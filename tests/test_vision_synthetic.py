@@ -6,7 +6,14 @@ import cv2
 import numpy as np
 import pytest
 
-from grasp_s2r.vision.images.synthetic import TEXTURE_KINDS, add_distractors, flat_colour, procedural_texture
+from grasp_s2r.vision.images.synthetic import (
+    BLOB_WIDTH_PX,
+    TEXTURE_KINDS,
+    add_distractors,
+    add_photo_blobs,
+    flat_colour,
+    procedural_texture,
+)
 
 HWS = [(64, 64), (48, 80)]
 
@@ -119,3 +126,63 @@ def test_no_overflow_extremes():
     for seed in range(100):
         img = procedural_texture((64, 64), _rng(seed)).astype(np.float64)
         assert np.isfinite(img).all() and img.min() >= 0 and img.max() <= 255
+
+
+def test_photo_blobs_are_sphere_sized_lures_with_the_backgrounds_grain():
+    # GIVEN a plain background (every changed pixel is a blob's) and a busy one
+    plain = np.full((64, 64, 3), 128, np.uint8)
+    for seed in range(40):
+        out = add_photo_blobs(plain, _rng(seed))
+        changed = (np.abs(out.astype(int) - plain).max(axis=2) > 8).astype(np.uint8)
+        n, _, stats, _ = cv2.connectedComponentsWithStats(changed)
+        # THEN 1-3 blobs (touching ones merge), each no wider than the widest sphere stretched 1.6x (+2 px of soft edge)
+        assert 1 <= n - 1 <= 3
+        widest = BLOB_WIDTH_PX[1] * 1.6 * 1.35 + 2  # stretch, lobes, anti-aliased rim
+        assert stats[1:, cv2.CC_STAT_WIDTH].max() <= widest and stats[1:, cv2.CC_STAT_HEIGHT].max() <= widest
+        assert changed.sum() <= 3 * np.pi * (widest / 2) ** 2
+    # AND drawn the same for the same rng, differently for others, the input untouched, none with max_count 0
+    busy = procedural_texture((64, 64), _rng(0))
+    before = busy.copy()
+    np.testing.assert_array_equal(add_photo_blobs(busy, _rng(3)), add_photo_blobs(busy, _rng(3)))
+    assert len({add_photo_blobs(busy, _rng(seed)).tobytes() for seed in range(10)}) == 10
+    np.testing.assert_array_equal(busy, before)
+    np.testing.assert_array_equal(add_photo_blobs(busy, _rng(3), max_count=0), busy)
+
+
+def test_photo_blobs_carry_the_grain_of_a_busy_background():
+    # GIVEN a background of strong grain and one blob of a flat colour on the plain version of it
+    grainy = (np.random.default_rng(0).random((64, 64, 1)) * 200 + 20).repeat(3, axis=2).astype(np.uint8)
+    spreads = []
+    for seed in range(30):
+        rng_a, rng_b = _rng(seed), _rng(seed)
+        on_grain = add_photo_blobs(grainy, rng_a, max_count=1).astype(int)
+        on_plain = add_photo_blobs(np.full_like(grainy, 120), rng_b, max_count=1).astype(int)
+        inside = np.abs(on_plain - 120).max(axis=2) > 40  # the blob's solid interior on the plain background
+        if inside.sum() >= 6:
+            spreads.append((on_grain[inside].std(axis=0).mean(), on_plain[inside].std(axis=0).mean()))
+    # THEN inside the blob the grainy background's version varies more than the plain one's: the grain is carried
+    assert len(spreads) >= 10 and np.mean([g > p for g, p in spreads]) > 0.8
+
+
+def test_photo_blobs_in_composites_change_backgrounds_not_labels():
+    import dataclasses
+
+    from grasp_s2r.vision.images.backgrounds import load_backgrounds
+    from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix, CompositeDataset, env_config_for
+
+    # GIVEN the recipe on photo backgrounds, without and with blobs on every one (real PyBullet renders)
+    def pasted(prob: float) -> list:
+        data = dataclasses.replace(TRAINING_DATA, mix=BackgroundMix(photo=1.0), photo_blob_prob=prob)
+        ds = CompositeDataset(env_config=env_config_for(64), data=data, backgrounds=load_backgrounds("train"),
+                              stream="train", seed=0, length=8)
+        try:
+            return [ds._pasted(i)[:2] for i in range(8)]
+        finally:
+            ds.close()
+
+    without, with_blobs = pasted(0.0), pasted(1.0)
+    # THEN every label is the same, and every image differs only in a few blobs' worth of pixels
+    for (rgb0, mask0), (rgb1, mask1) in zip(without, with_blobs):
+        np.testing.assert_array_equal(mask0, mask1)
+        changed = np.abs(rgb1.astype(int) - rgb0).max(axis=2) > 0
+        assert 0 < changed.sum() < 0.25 * changed.size

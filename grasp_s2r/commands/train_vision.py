@@ -78,8 +78,10 @@ OPTIONS = (
            convert=lambda text: parse_mix(text, TRAINING_DATA.mix), metavar="KIND=W,...",
            show=lambda m: comma_text(f"{k}={v:g}" for k, v in dataclasses.asdict(m).items())),
     Option("--reshade-prob", "share of spheres re-lit from their geometry", "data.reshade.prob", type=float),
-    Option("--distractor-prob", "share of pasted-on backgrounds with hard-negative distractors (measured harmful)",
-           "data.distractor_prob", type=float),
+    Option("--distractor-prob", "share of pasted-on backgrounds with hard-negative distractors (cost painted recall "
+           "per frame; 0.3 in the shipped segmenter's last fine-tune)", "data.distractor_prob", type=float),
+    Option("--photo-blob-prob", "share of pasted-on backgrounds with sphere-sized textured blobs (flowers, spots)",
+           "data.photo_blob_prob", type=float),
     Option("--affine-scale", "range of the affine zoom of training composites (the recipe's: spheres up to the "
            "16 px the camera shows at its closest)", "data.augment.affine_scale", convert=_range("--affine-scale"), metavar="LO,HI",
            show=comma_text),

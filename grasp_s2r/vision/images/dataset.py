@@ -33,7 +33,13 @@ from grasp_s2r.vision.images.backgrounds import busiest_crop, draw_photo, random
 from grasp_s2r.vision.images.composite import CompositeConfig, composite_frame
 from grasp_s2r.vision.images.reshade import ReshadeConfig, reshade
 from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
-from grasp_s2r.vision.images.synthetic import add_distractors, busy_texture, flat_colour, procedural_texture
+from grasp_s2r.vision.images.synthetic import (
+    add_distractors,
+    add_photo_blobs,
+    busy_texture,
+    flat_colour,
+    procedural_texture,
+)
 from grasp_s2r.vision.networks.model import to_input_tensor
 
 STREAMS = {"train": 0, "val": 1, "heldout": 2}
@@ -99,6 +105,9 @@ class DataConfig:
     """Re-lighting of the sphere from its geometry (default: off)."""
     distractor_prob: float = 0.0
     """Share of pasted-on backgrounds (photo, texture, flat) that get 1-3 hard-negative distractors."""
+    photo_blob_prob: float = 0.0
+    """Share of pasted-on backgrounds that get 1-3 sphere-sized textured blobs (:func:`synthetic.add_photo_blobs`):
+    the lures of real tables, flowers and spots, in the background's own grain."""
     busy_background_prob: float = 0.0
     """Share of photo backgrounds that are the busiest of 4 random crops around the sphere
     (:func:`backgrounds.busiest_crop`): small spheres on the textures that hide them, more often."""
@@ -108,6 +117,8 @@ class DataConfig:
             raise ValueError(f"background_recolor_prob must be in [0, 1], got {self.background_recolor_prob}")
         if not 0.0 <= self.distractor_prob <= 1.0:
             raise ValueError(f"distractor_prob must be in [0, 1], got {self.distractor_prob}")
+        if not 0.0 <= self.photo_blob_prob <= 1.0:
+            raise ValueError(f"photo_blob_prob must be in [0, 1], got {self.photo_blob_prob}")
         if not 0.0 <= self.busy_background_prob <= 1.0:
             raise ValueError(f"busy_background_prob must be in [0, 1], got {self.busy_background_prob}")
 
@@ -237,6 +248,10 @@ class CompositeDataset(Dataset):
             background = self._background(kind, rng if kind == "photo" else extra, index, frame.sphere_mask)
             if d.distractor_prob > 0 and extra.random() < d.distractor_prob:
                 background = add_distractors(background, extra)
+            if d.photo_blob_prob > 0:  # its own stream: the recipe without blobs is unchanged
+                blob_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 6, index])
+                if blob_rng.random() < d.photo_blob_prob:
+                    background = add_photo_blobs(background, blob_rng)
             rgb, mask = composite_frame(frame, background, rng, d.composite)
             if not d.composite.paste_gripper:
                 gripper = np.zeros_like(gripper)

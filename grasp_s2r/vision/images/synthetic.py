@@ -266,3 +266,54 @@ def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_co
             dark = float(rng.uniform(0, 30))
             cv2.circle(out, c, fx(rng.uniform(1.5, 10)), (dark, dark, dark), -1, cv2.LINE_AA, _SHIFT)
     return out
+
+
+BLOB_WIDTH_PX = (2.5, 11.0)
+"""Widths of :func:`add_photo_blobs`' blobs, px: the sphere's over an episode (3-11 px) with a margin below."""
+
+
+def add_photo_blobs(background_rgb: np.ndarray, rng: np.random.Generator, max_count: int = 3) -> np.ndarray:
+    """A copy of ``background_rgb`` (uint8 (H, W, 3)) with 1 to ``max_count`` sphere-sized *textured* blobs: the
+    lures real tables show (a flower, a spot on a fruit, a printed dot), which flat distractors do not teach.
+
+    Each blob is 2.5-11 px wide (:data:`BLOB_WIDTH_PX`), round to lobed (0-5 petals) and stretched up to 1.6x; its
+    fill is one colour (often saturated) modulated by the luminance of another patch of the same background, so the
+    blob carries the photo's own grain and no sphere's shading; soft (anti-aliased) edge, now and then a darker or
+    lighter core. Draw them before pasting the sphere, so its label stays exact. ``max_count=0``: an unchanged copy.
+    """
+    out = np.array(background_rgb, dtype=np.float32, copy=True)
+    if max_count <= 0:
+        return out.astype(np.uint8)
+    h, w = out.shape[:2]
+    lum = out.mean(axis=2)
+    for _ in range(int(rng.integers(1, max_count + 1))):
+        radius = rng.uniform(*BLOB_WIDTH_PX) / 2
+        pad = int(np.ceil(radius * 1.7)) + 1
+        cy, cx = rng.uniform(0, h), rng.uniform(0, w)
+        y0, x0 = int(np.floor(cy)) - pad, int(np.floor(cx)) - pad
+        side = 2 * pad + 2
+        yy, xx = np.mgrid[y0:y0 + side, x0:x0 + side].astype(np.float32) + 0.5
+        dy, dx = yy - np.float32(cy), xx - np.float32(cx)
+        turn, stretch = rng.uniform(0, np.pi), rng.uniform(1.0, 1.6)
+        u = (dx * np.cos(turn) + dy * np.sin(turn)) / stretch
+        v = -dx * np.sin(turn) + dy * np.cos(turn)
+        lobes = int(rng.integers(0, 6))
+        wobble = rng.uniform(0.1, 0.35) if lobes else 0.0
+        outline = radius * (1 + wobble * np.cos(lobes * np.arctan2(v, u) + rng.uniform(0, 2 * np.pi)))
+        dist = np.hypot(u, v)
+        alpha = np.clip(outline - dist + 0.5, 0.0, 1.0)
+        # the grain: luminance of another patch of the background, centred and scaled
+        py, px = int(rng.integers(0, max(1, h - side))), int(rng.integers(0, max(1, w - side)))
+        grain = lum[py:py + side, px:px + side]
+        grain = np.pad(grain, ((0, side - grain.shape[0]), (0, side - grain.shape[1])), mode="edge")
+        grain = (grain - grain.mean()) / (grain.std() + 1.0) * rng.uniform(0.05, 0.35)
+        fill = _random_colour(rng, saturated=rng.random() < 0.7)[None, None, :] * (1 + grain[:, :, None])
+        if rng.random() < 0.3:  # a core of another brightness (a flower's heart, a spot's centre)
+            core = np.clip(0.45 * outline - dist + 0.5, 0.0, 1.0)[:, :, None]
+            fill = fill * (1 + core * rng.uniform(-0.6, 0.6))
+        # paste the window's part inside the image
+        ys, xs = slice(max(y0, 0), min(y0 + side, h)), slice(max(x0, 0), min(x0 + side, w))
+        wy, wx = slice(ys.start - y0, ys.stop - y0), slice(xs.start - x0, xs.stop - x0)
+        a = alpha[wy, wx, None]
+        out[ys, xs] = out[ys, xs] * (1 - a) + fill[wy, wx] * a
+    return np.clip(out, 0, 255).astype(np.uint8)
