@@ -159,14 +159,30 @@ def shipped_weights() -> dict[str, str]:
     return {p.name: sha256_of(p) for p in sorted(WEIGHTS_DIR.glob("*.pt"))}
 
 
-def changed_weights(res: dict[str, Any]) -> list[str]:
+GRIPPER_HEAD = "gripper_head_64px.pt"
+SYSTEM_WEIGHTS = ("segmenter_64px.pt", "controller.pt")
+"""What the shipped system's figures read (the gripper head too when the shipped controller reads the fingers:
+:func:`system_weights`)."""
+
+
+def system_weights() -> tuple[str, ...]:
+    """The shipped weights files an episode of the shipped system reads: the segmenter and the controller, and the
+    gripper head when the shipped controller reads the fingers' mask (its ``policy_config["gripper"]``)."""
+    from grasp_s2r.control.policy import read_policy_blob
+
+    reads = bool(read_policy_blob(WEIGHTS_DIR / "controller.pt")["policy_config"].get("gripper", False))
+    return SYSTEM_WEIGHTS + ((GRIPPER_HEAD,) if reads else ())
+
+
+def changed_weights(res: dict[str, Any], reads: tuple[str, ...] | None = None) -> list[str]:
     """The shipped weights files that differ from those ``res`` (a loaded results file) was measured with; empty when
-    they are the same or the file predates the record."""
+    they are the same or the file predates the record. ``reads``: only these files count (what the figure reads)."""
     recorded = res.get("shipped_weights")
     if recorded is None:
         return []
     now = shipped_weights()
-    return sorted(name for name in recorded.keys() | now.keys() if recorded.get(name) != now.get(name))
+    return sorted(name for name in recorded.keys() | now.keys()
+                  if recorded.get(name) != now.get(name) and (reads is None or name in reads))
 
 
 def load_results(path: Path) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from results_io import changed_weights, load_results
+from results_io import changed_weights, load_results, system_weights
 
 from grasp_s2r.stats import format_rate
 
@@ -208,12 +208,20 @@ def _readme_rows(d: Path) -> list[tuple[str, str, str]]:
 
 
 SHIPPED_FIGURES = ("bench_vision", "eval_shipped", "own_scene")
-"""The README's rows that measure the shipped weights: flagged once those weights change (:func:`weights_flag`)."""
+"""The README's rows that measure the shipped weights: flagged once the weights they read change
+(:func:`weights_flag`)."""
 
 
-def weights_flag(res: dict[str, Any]) -> str:
-    """A warning naming the shipped weights files changed since ``res`` was measured ('' when none did)."""
-    changed = changed_weights(res)
+def figure_reads(name: str) -> tuple[str, ...]:
+    """The shipped weights files the figures of results ``name`` read: the segmenter's suites the segmenter, an
+    episode of the shipped system :func:`results_io.system_weights`."""
+    return ("segmenter_64px.pt",) if name == "bench_vision" else system_weights()
+
+
+def weights_flag(res: dict[str, Any], name: str) -> str:
+    """A warning naming the shipped weights files ``res`` (results ``name``) reads that changed since it was measured
+    ('' when none did)."""
+    changed = changed_weights(res, figure_reads(name))
     return f"; **measured with other shipped weights** ({', '.join(changed)}): re-measure" if changed else ""
 
 
@@ -221,7 +229,7 @@ def readme_table(d: Path) -> str:
     rows = []
     for figure, value, name in _readme_rows(d):
         res = load(name, d)
-        where = measured_on(res) + (weights_flag(res) if name in SHIPPED_FIGURES else "") if res else "–"
+        where = measured_on(res) + (weights_flag(res, name) if name in SHIPPED_FIGURES else "") if res else "–"
         rows.append((figure, value, f"`{command(name, res)}`", f"{where} (`{name}.json`)"))
     return md_table(("figure", "value", "command", "measured on (`benchmarks/results/`)"), rows)
 

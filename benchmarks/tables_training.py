@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from results_io import changed_weights
+from results_io import changed_weights, system_weights
 from tables_render import load, md_table, not_measured, provenance, rate_ci
 from validation import UNSEEN_TABLE as UNSEEN
 
@@ -213,7 +213,8 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
                        f"detections {m['false_detection_rate']:.2f} ({m['views']} views)"
                        for system, m in r.get("frames", {}).items()]
     f = loaded[0][1]["figures"]
-    other = [f"`{name}` ({', '.join(changed)})" for name, res in loaded if (changed := changed_weights(res))]
+    reads = system_weights()
+    other = [f"`{name}` ({', '.join(changed)})" for name, res in loaded if (changed := changed_weights(res, reads))]
     older = (" Measured with other shipped weights than today's, its `shipped` column that system's: "
              + ", ".join(other) + ".") if other else ""
     return (md_table(("photo set", "adapt options", "condition", "shipped", "adapted", "difference, points",

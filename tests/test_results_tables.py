@@ -214,6 +214,29 @@ def test_readme_flags_figures_of_the_shipped_system_once_its_weights_change(tmp_
     assert all(any(name in row for row in flagged) for name in shipped_rows)
 
 
+def test_a_gripper_head_counts_for_the_shipped_system_only_when_its_controller_reads_the_fingers(tmp_path,
+                                                                                               monkeypatch):
+    import results_io
+
+    from grasp_s2r.control.policy import Policy, PolicyConfig
+
+    # GIVEN a copy of the shipped weights, whose controller reads no fingers' mask
+    weights = tmp_path / "weights"
+    shutil.copytree(results_io.WEIGHTS_DIR, weights)
+    monkeypatch.setattr(results_io, "WEIGHTS_DIR", weights)
+    recorded = {"shipped_weights": results_io.shipped_weights()}
+    assert results_io.GRIPPER_HEAD not in results_io.system_weights()
+    # WHEN only the gripper head changes, THEN the system's figures read nothing that changed
+    (weights / results_io.GRIPPER_HEAD).write_bytes(b"another head")
+    assert results_io.changed_weights(recorded) == [results_io.GRIPPER_HEAD]
+    assert results_io.changed_weights(recorded, results_io.system_weights()) == []
+    # WHEN the shipped controller is one that reads the fingers, THEN the head counts, and so does the controller
+    Policy(PolicyConfig(gripper=True), device="cpu").save(weights / "controller.pt")
+    assert results_io.GRIPPER_HEAD in results_io.system_weights()
+    assert results_io.changed_weights(recorded, results_io.system_weights()) == ["controller.pt",
+                                                                                 results_io.GRIPPER_HEAD]
+
+
 def test_error_budget_columns_name_their_photos_when_runs_differ(tmp_path):
     import argparse
 
