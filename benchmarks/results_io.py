@@ -160,7 +160,8 @@ def shipped_weights() -> dict[str, str]:
 
 
 GRIPPER_HEAD = "gripper_head_64px.pt"
-SYSTEM_WEIGHTS = ("segmenter_64px.pt", "controller.pt")
+SEGMENTER = "segmenter_64px.pt"
+SYSTEM_WEIGHTS = (SEGMENTER, "controller.pt")
 """What the shipped system's figures read (the gripper head too when the shipped controller reads the fingers:
 :func:`system_weights`)."""
 

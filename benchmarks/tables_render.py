@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from results_io import changed_weights, load_results, system_weights
+from results_io import SEGMENTER, changed_weights, load_results, system_weights
 
 from grasp_s2r.stats import format_rate
 
@@ -215,7 +215,7 @@ SHIPPED_FIGURES = ("bench_vision", "eval_shipped", "own_scene")
 def figure_reads(name: str) -> tuple[str, ...]:
     """The shipped weights files the figures of results ``name`` read: the segmenter's suites the segmenter, an
     episode of the shipped system :func:`results_io.system_weights`."""
-    return ("segmenter_64px.pt",) if name == "bench_vision" else system_weights()
+    return (SEGMENTER,) if name == "bench_vision" else system_weights()
 
 
 def weights_flag(res: dict[str, Any], name: str) -> str:
