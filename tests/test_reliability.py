@@ -218,6 +218,8 @@ CASES = [
     (f"{T} --camouflage-prob -0.5", "camouflage_prob must be in [0, 1], got -0.5"),
     (f"{T} --reshade-prob 1.5", "reshade probabilities must be in [0, 1]"),
     (f"{T} --distractor-prob nan", "distractor_prob must be in [0, 1], got nan"),
+    (f"{T} --distractor-kinds ring,sphere", "--distractor-kinds: expected distinct kinds of ring, disc, ellipse"),
+    (f"{T} --distractor-kinds hole,hole", "--distractor-kinds: expected distinct kinds of ring, disc, ellipse"),
     (f"{T} --photo-blob-prob 1.5", "photo_blob_prob must be in [0, 1], got 1.5"),
     (f"{T} --empty-view-prob -0.1", "empty_prob must be in [0, 1], got -0.1"),
     (f"{T} --blur-prob 1.5", "blur_prob must be in [0, 1], got 1.5"),

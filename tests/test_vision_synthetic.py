@@ -8,6 +8,7 @@ import pytest
 
 from grasp_s2r.vision.images.synthetic import (
     BLOB_WIDTH_PX,
+    DISTRACTOR_KINDS,
     TEXTURE_KINDS,
     add_distractors,
     add_photo_blobs,
@@ -114,6 +115,26 @@ def test_add_distractors_accepts_non_contiguous_input():
     bg = procedural_texture((64, 128), _rng(1))[:, ::2]
     out = add_distractors(bg, _rng(2), max_count=5)
     assert out.shape == (64, 64, 3) and out.flags.c_contiguous
+
+
+def test_distractor_kinds_choose_the_shapes_drawn():
+    """All kinds by default (the same draws as naming them all); one kind: only its look (holes darken a bright
+    surface, speculars brighten a dark one); a bad selection refused."""
+    bright, dark = np.full((64, 64, 3), 200, np.uint8), np.full((64, 64, 3), 10, np.uint8)
+    for seed in range(30):
+        np.testing.assert_array_equal(add_distractors(bright, _rng(seed)),
+                                      add_distractors(bright, _rng(seed), kinds=DISTRACTOR_KINDS))
+        holes = add_distractors(bright, _rng(seed), max_count=5, kinds=("hole",)).astype(int)
+        assert np.all(holes <= 200) and np.any(holes < 200)
+        grey = holes[holes.sum(-1) < 600]
+        assert np.all(grey.max(-1) == grey.min(-1))  # black to dark grey, no colour
+        speculars = add_distractors(dark, _rng(seed), max_count=5, kinds=("specular",))
+        assert np.all(speculars >= 10) and np.any(speculars > 10)
+    saturated = add_distractors(bright, _rng(0), max_count=5, kinds=("ring", "disc", "ellipse", "rect", "line"))
+    assert not np.array_equal(saturated, bright)
+    for bad in [(), ("hole", "hole"), ("sphere",)]:
+        with pytest.raises(ValueError, match="distractor kinds"):
+            add_distractors(bright, _rng(0), kinds=bad)
 
 
 def test_no_overflow_extremes():

@@ -21,6 +21,7 @@ from grasp_s2r.options import (
 from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
 from grasp_s2r.vision.images.backgrounds import BackgroundError, load_backgrounds, photo_weights
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix
+from grasp_s2r.vision.images.synthetic import DISTRACTOR_KINDS, check_distractor_kinds
 from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, check_init_checkpoint, train
 
 RESUME_HINT = ("the steps done are kept (OUT/checkpoint-latest.pt, written on interrupt once a step is done): run "
@@ -80,6 +81,8 @@ OPTIONS = (
     Option("--reshade-prob", "share of spheres re-lit from their geometry", "data.reshade.prob", type=float),
     Option("--distractor-prob", "share of pasted-on backgrounds with hard-negative distractors (cost painted recall "
            "per frame; 0.3 in the shipped segmenter's last fine-tune)", "data.distractor_prob", type=float),
+    Option("--distractor-kinds", "the distractors' shapes, comma-separated, drawn uniformly", "data.distractor_kinds", convert=lambda text: parse_distractor_kinds(text),
+           metavar="KIND,...", show=comma_text),
     Option("--photo-blob-prob", "share of pasted-on backgrounds with sphere-sized textured blobs (flowers, spots)",
            "data.photo_blob_prob", type=float),
     Option("--affine-scale", "range of the affine zoom of training composites (the recipe's: spheres up to the "
@@ -159,6 +162,17 @@ def parse_mix(text: str, base: BackgroundMix) -> BackgroundMix:
         except ValueError:
             raise ValueError(f"--mix: {kind} needs a number, got {value!r}") from None
     return dataclasses.replace(base, **weights)
+
+
+def parse_distractor_kinds(text: str) -> tuple[str, ...]:
+    """``"ring,rect"`` -> ("ring", "rect"); an unknown, repeated or missing kind -> ValueError (one line)."""
+    kinds = tuple(filter(None, (k.strip() for k in text.split(","))))
+    try:
+        check_distractor_kinds(kinds)
+    except ValueError:
+        raise ValueError(f"--distractor-kinds: expected distinct kinds of {', '.join(DISTRACTOR_KINDS)}, "
+                         f"got {text!r}") from None
+    return kinds
 
 
 def parse_range(text: str, option: str) -> tuple[float, float]:

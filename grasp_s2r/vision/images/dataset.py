@@ -34,9 +34,11 @@ from grasp_s2r.vision.images.composite import CompositeConfig, composite_frame
 from grasp_s2r.vision.images.reshade import ReshadeConfig, reshade
 from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
 from grasp_s2r.vision.images.synthetic import (
+    DISTRACTOR_KINDS,
     add_distractors,
     add_photo_blobs,
     busy_texture,
+    check_distractor_kinds,
     flat_colour,
     procedural_texture,
 )
@@ -105,6 +107,8 @@ class DataConfig:
     """Re-lighting of the sphere from its geometry (default: off)."""
     distractor_prob: float = 0.0
     """Share of pasted-on backgrounds (photo, texture, flat) that get 1-3 hard-negative distractors."""
+    distractor_kinds: tuple[str, ...] = DISTRACTOR_KINDS
+    """The distractors' shapes, drawn uniformly (:data:`synthetic.DISTRACTOR_KINDS`: all of them)."""
     photo_blob_prob: float = 0.0
     """Share of pasted-on backgrounds that get 1-3 sphere-sized textured blobs (:func:`synthetic.add_photo_blobs`):
     the lures of real tables, flowers and spots, in the background's own grain."""
@@ -117,6 +121,7 @@ class DataConfig:
             raise ValueError(f"background_recolor_prob must be in [0, 1], got {self.background_recolor_prob}")
         if not 0.0 <= self.distractor_prob <= 1.0:
             raise ValueError(f"distractor_prob must be in [0, 1], got {self.distractor_prob}")
+        check_distractor_kinds(self.distractor_kinds)
         if not 0.0 <= self.photo_blob_prob <= 1.0:
             raise ValueError(f"photo_blob_prob must be in [0, 1], got {self.photo_blob_prob}")
         if not 0.0 <= self.busy_background_prob <= 1.0:
@@ -247,7 +252,7 @@ class CompositeDataset(Dataset):
         else:
             background = self._background(kind, rng if kind == "photo" else extra, index, frame.sphere_mask)
             if d.distractor_prob > 0 and extra.random() < d.distractor_prob:
-                background = add_distractors(background, extra)
+                background = add_distractors(background, extra, kinds=d.distractor_kinds)
             if d.photo_blob_prob > 0:  # its own stream: the recipe without blobs is unchanged
                 blob_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 6, index])
                 if blob_rng.random() < d.photo_blob_prob:

@@ -221,12 +221,22 @@ def flat_colour(hw: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
     return _finish(img, rng, rng.uniform(0, 2))
 
 
-def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_count: int = 3) -> np.ndarray:
+def check_distractor_kinds(kinds: tuple[str, ...]) -> None:
+    """ValueError unless ``kinds`` is a non-empty selection of :data:`DISTRACTOR_KINDS` without repeats."""
+    unknown = [k for k in kinds if k not in DISTRACTOR_KINDS]
+    if not kinds or unknown or len(set(kinds)) != len(kinds):
+        raise ValueError(f"distractor kinds must be distinct names of {DISTRACTOR_KINDS}, got {tuple(kinds)}")
+
+
+def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_count: int = 3,
+                    kinds: tuple[str, ...] = DISTRACTOR_KINDS) -> np.ndarray:
     """A copy of ``background_rgb`` (uint8 (H, W, 3)) with 1 to ``max_count`` hard negatives drawn on it
-    (:data:`DISTRACTOR_KINDS`, often saturated colours, anywhere incl. partly outside; anti-aliased).
+    (``kinds``, drawn uniformly from :data:`DISTRACTOR_KINDS` by default; often saturated colours, anywhere incl.
+    partly outside; anti-aliased).
 
     Draw them before pasting the sphere, so the sphere's label stays exact. ``max_count=0``: an unchanged copy.
     """
+    check_distractor_kinds(kinds)
     out = np.array(background_rgb, dtype=np.uint8, order="C", copy=True)
     if max_count <= 0:
         return out
@@ -237,7 +247,7 @@ def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_co
         return round(float(x) * one)
 
     for _ in range(int(rng.integers(1, max_count + 1))):
-        kind = DISTRACTOR_KINDS[int(rng.integers(len(DISTRACTOR_KINDS)))]
+        kind = kinds[int(rng.integers(len(kinds)))]
         c = (fx(rng.uniform(-0.1, 1.1) * w), fx(rng.uniform(-0.1, 1.1) * h))
         colour = tuple(float(x) for x in _random_colour(rng, saturated=rng.random() < 0.7))
         if kind == "ring":
