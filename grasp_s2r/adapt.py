@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,9 +44,6 @@ ADAPT_EVAL_CONDITIONS = ("nominal", "start-out-of-view", "dropout", "dynamics-sh
 SEGMENTER_LR = 3e-4
 """Peak learning rate of the segmenter's fine-tuning (the pipeline's); whole images, as every fine-tune from the
 shipped weights (``SegmenterTrainConfig.crop_px``)."""
-SEGMENTER_FAR_VIEW_PROB = 0.3
-"""Share of the fine-tune's views from the heights an episode starts and searches at (the sphere 2-4 px wide, the
-most of your table in view; ``ViewConfig.far_view_prob``)."""
 
 
 @dataclass(frozen=True)
@@ -141,13 +138,14 @@ def _open_run(cfg: AdaptConfig, out: Path, photos: str) -> None:
 
 def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
     """The segmenter's fine-tuning: the shipped weights, ``segmenter_steps`` steps at :data:`SEGMENTER_LR`, whole
-    images, on every one of your photos (none held out), with :data:`SEGMENTER_FAR_VIEW_PROB` of far views."""
-    from grasp_s2r.vision.images.dataset import TRAINING_DATA
+    images, on every one of your photos (none held out), by the recipe the shipped weights were trained with
+    (:func:`~grasp_s2r.vision.training.train_config.recipe_of`: their far views and distractors kept)."""
     from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
     from grasp_s2r.vision.training.train import SegmenterTrainConfig
+    from grasp_s2r.vision.training.train_config import recipe_of
 
     every = max(1, min(500, cfg.segmenter_steps))
-    data = replace(TRAINING_DATA, view=replace(TRAINING_DATA.view, far_view_prob=SEGMENTER_FAR_VIEW_PROB))
+    data = recipe_of(default_checkpoint_path())
     return SegmenterTrainConfig(steps=cfg.segmenter_steps, lr=SEGMENTER_LR, seed=cfg.seed, val_every=every,
                                 checkpoint_every=every, init_checkpoint=str(default_checkpoint_path()),
                                 hold_out_photos=False, data=data)

@@ -1,6 +1,6 @@
 """``grasp-s2r pipeline``: the whole job on a small default, each stage resumable.
 
-train-vision (the shipped segmenter fine-tuned on the training recipe, on the user's photos with ``--backgrounds``;
+train-vision (the shipped segmenter fine-tuned by the recipe that made it, on the user's photos with ``--backgrounds``;
 from scratch with ``--vision-from-scratch``) -> eval-vision (every test suite, held-out split) -> collect (expert
 demonstrations in the controller's scene, recording that segmenter's masks: DAgger's round 0 as they are) ->
 dagger (controller over predicted masks) -> eval (end to end, named conditions: nominal, the held-out photos
@@ -86,6 +86,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
     from grasp_s2r.vision.testsets.suites import SUITES
     from grasp_s2r.vision.training.train import SegmenterTrainConfig, runtime_sessions, train
+    from grasp_s2r.vision.training.train_config import recipe_of
 
     torch.set_num_threads(max(1, cfg.workers))
     out = Path(cfg.out)
@@ -93,8 +94,9 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     seconds: dict[str, float] = {}
     total = 5
 
-    how = "from scratch" if cfg.vision_from_scratch else "fine-tuning the shipped segmenter"
-    t = _stage(f"train the segmentation network on the training recipe ({how})", 1, total)
+    how = ("from scratch, the training recipe" if cfg.vision_from_scratch else
+           "fine-tuning the shipped segmenter by the recipe that made it")
+    t = _stage(f"train the segmentation network ({how})", 1, total)
     vision_dir = out / "vision"
     model = vision_dir / "model.pt"
     backgrounds = Path(cfg.backgrounds) if cfg.backgrounds else None
@@ -102,7 +104,8 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
         resume = (vision_dir / "checkpoint-latest.pt").exists()
         train_cfg = (SegmenterTrainConfig(steps=cfg.vision_steps, seed=cfg.seed) if cfg.vision_from_scratch else
                      SegmenterTrainConfig(steps=cfg.vision_steps, seed=cfg.seed, lr=cfg.vision_lr,
-                                 init_checkpoint=str(default_checkpoint_path())))
+                                          init_checkpoint=str(default_checkpoint_path()),
+                                          data=recipe_of(default_checkpoint_path())))
         model = train(train_cfg, vision_dir, resume=resume, backgrounds_dir=backgrounds)
     else:
         print(f"{model} exists: skipped")

@@ -90,14 +90,14 @@ def test_the_segmenter_fine_tune_starts_from_the_shipped_weights_on_whole_images
     assert (train.steps, train.lr, train.seed, train.val_every) == (1500, SEGMENTER_LR, 3, 500)
 
 
-def test_the_segmenter_fine_tune_trains_on_every_photo_of_the_scene_with_far_views(tmp_path):
+def test_the_segmenter_fine_tune_trains_on_every_photo_of_the_scene_by_the_shipped_weights_recipe(tmp_path):
     """A folder of your own photos keeps one in five out of training by file name (for ``eval-vision --split
-    heldout``); adapting to a scene trains on all of them (its test is other photos of the scene), and from the
-    heights an episode starts and searches at."""
+    heldout``); adapting to a scene trains on all of them (its test is other photos of the scene), by the recipe
+    that made the shipped weights (their far views and distractors: a fine-tune without them undoes them)."""
     import dataclasses
 
-    from grasp_s2r.adapt import SEGMENTER_FAR_VIEW_PROB
     from grasp_s2r.vision.images.backgrounds import load_backgrounds, split_names
+    from grasp_s2r.vision.networks.segmenter import default_checkpoint_path, read_checkpoint
     from grasp_s2r.vision.training.train import train
 
     photos = _scene(tmp_path / "scene", n=8)  # wall-7.png is held out by its name's hash
@@ -106,7 +106,11 @@ def test_the_segmenter_fine_tune_trains_on_every_photo_of_the_scene_with_far_vie
     assert len(load_backgrounds("train", photos, hold_out=False)) == 8
 
     cfg = segmenter_train_config(AdaptConfig(photos=str(photos), segmenter_steps=1))
-    assert cfg.hold_out_photos is False and cfg.data.view.far_view_prob == SEGMENTER_FAR_VIEW_PROB > 0
+    shipped = read_checkpoint(default_checkpoint_path())["config"]["train"]["data"]
+    assert cfg.hold_out_photos is False
+    assert (cfg.data.view.far_view_prob, cfg.data.distractor_prob) == (shipped["view"]["far_view_prob"],
+                                                                      shipped["distractor_prob"])
+    assert cfg.data.mix.photo == shipped["mix"]["photo"] and cfg.data.reshade.prob == shipped["reshade"]["prob"]
     train(dataclasses.replace(cfg, val_images=4, batch_size=2), tmp_path / "seg", backgrounds_dir=photos,
           progress=False)
     split = json.loads((tmp_path / "seg" / "run.json").read_text())["identity"]["background_photos"]

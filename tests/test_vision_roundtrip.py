@@ -29,6 +29,30 @@ def trained(tmp_path_factory):
     return out
 
 
+def test_a_checkpoint_gives_the_recipe_that_made_it(trained, tmp_path):
+    """``recipe_of``: what a fine-tune from a checkpoint keeps is the composites' recipe its run recorded (here the
+    photos-only mixture without re-shading of TINY, not the default recipe); a field the run predates takes its
+    default; a checkpoint without a recipe, or no checkpoint, is refused in one line."""
+    from grasp_s2r.vision.images.dataset import TRAINING_DATA
+    from grasp_s2r.vision.images.synthetic import DISTRACTOR_KINDS
+    from grasp_s2r.vision.training.train_config import TrainError, recipe_of
+
+    data = recipe_of(trained / "model.pt")
+    assert (data.mix.photo, data.mix.texture, data.mix.photo_table, data.reshade.prob) == (1.0, 0.0, 0.0, 0.0)
+    assert data.augment == TRAINING_DATA.augment and data != TRAINING_DATA
+    ckpt = torch.load(trained / "model.pt", map_location="cpu", weights_only=True)
+    del ckpt["config"]["train"]["data"]["distractor_kinds"]
+    torch.save(ckpt, tmp_path / "older.pt")
+    assert recipe_of(tmp_path / "older.pt").distractor_kinds == DISTRACTOR_KINDS
+    del ckpt["config"]["train"]["data"]
+    torch.save(ckpt, tmp_path / "no-recipe.pt")
+    with pytest.raises(TrainError, match="records no training recipe"):
+        recipe_of(tmp_path / "no-recipe.pt")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(TrainError, match="junk.pt"):
+        recipe_of(tmp_path / "junk.pt")
+
+
 def _curve_rows(run) -> list[dict]:
     with open(run / "curve.csv") as f:
         return list(csv.DictReader(f))

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch.nn import functional as F
 
-from grasp_s2r.configs import to_dict
+from grasp_s2r.configs import from_dict, to_dict
 from grasp_s2r.vision.images.crops import CropConfig
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, DataConfig
 from grasp_s2r.vision.networks.anomaly import ANOMALY_WINDOWS_PX
 from grasp_s2r.vision.networks.model import ARCHITECTURES, Architecture
+from grasp_s2r.vision.networks.segmenter import CheckpointError, read_checkpoint
 
 DEFAULT_CROP_PX = 32
 """Crop side of a run from random weights (a quarter of the 64 px image's pixels; the sphere is at most 16 px)."""
@@ -178,6 +180,20 @@ def sphere_pixel_weights(target: torch.Tensor) -> torch.Tensor:
     """Weights float (N, 1, H, W): ``BALANCE_REFERENCE_PX / sphere area`` on each image's sphere pixels, 1 elsewhere."""
     area = target.sum((1, 2, 3), keepdim=True)
     return torch.where(target > 0, BALANCE_REFERENCE_PX / area.clamp(min=1.0), torch.ones_like(target))
+
+
+def recipe_of(checkpoint: Path | str) -> DataConfig:
+    """The composites' recipe ``checkpoint`` was trained with (its recorded ``data`` config; a field added since
+    takes its default, the value that reproduces the run): what a fine-tune from those weights keeps, so that it
+    does not undo their last training (the shipped segmenter's far views and distractors). :class:`TrainError`
+    (one line) for a checkpoint that is unreadable or records no recipe."""
+    try:
+        data = read_checkpoint(Path(checkpoint))["config"]["train"]["data"]
+        return from_dict(DataConfig, data)
+    except CheckpointError as e:
+        raise TrainError(str(e)) from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise TrainError(f"{checkpoint} records no training recipe ({e!r})") from None
 
 
 def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: float,
