@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from results_io import SEGMENTER, changed_weights, load_results, system_weights
+from results_io import GRIPPER_HEAD, SEGMENTER, changed_weights, load_results, system_weights
 
 from grasp_s2r.stats import format_rate
 
@@ -108,8 +108,10 @@ def measured_on(res: dict[str, Any]) -> str:
 
 
 def provenance(name: str, res: dict[str, Any]) -> str:
-    """Where a table's figures come from: command, machine, date and file."""
-    return f"Measured by `{command(name, res)}` ({measured_on(res)}; `benchmarks/results/{name}.json`)."
+    """Where a table's figures come from: command, machine, date and file; flagged when they measure shipped weights
+    that have changed since (:func:`weights_flag`)."""
+    flag = weights_flag(res, name) if name in SHIPPED_READS else ""
+    return f"Measured by `{command(name, res)}` ({measured_on(res)}{flag}; `benchmarks/results/{name}.json`)."
 
 
 def not_measured(name: str) -> str:
@@ -207,15 +209,22 @@ def _readme_rows(d: Path) -> list[tuple[str, str, str]]:
     return rows
 
 
-SHIPPED_FIGURES = ("bench_vision", "eval_shipped", "own_scene")
-"""The README's rows that measure the shipped weights: flagged once the weights they read change
-(:func:`weights_flag`)."""
+SHIPPED_READS: dict[str, tuple[str, ...] | None] = {
+    "bench_vision": (SEGMENTER,), "bench_gripper_head": (SEGMENTER, GRIPPER_HEAD), "bench_pipeline": (SEGMENTER,),
+    "eval_shipped": None, "bench_camera_mount": None,
+}
+"""The results that measure shipped weights, and the files their figures read (None: episodes of the shipped
+system, :func:`results_io.system_weights`; the pipeline fine-tunes the shipped segmenter): their tables are flagged
+once those files change (:func:`weights_flag`). ``own_scene`` names its own runs (``tables_training``)."""
+SHIPPED_FIGURES = ("bench_vision", "eval_shipped", "own_scene", "bench_pipeline")
+"""The README's rows that measure the shipped weights, flagged as their tables are."""
 
 
 def figure_reads(name: str) -> tuple[str, ...]:
-    """The shipped weights files the figures of results ``name`` read: the segmenter's suites the segmenter, an
-    episode of the shipped system :func:`results_io.system_weights`."""
-    return (SEGMENTER,) if name == "bench_vision" else system_weights()
+    """The shipped weights files the figures of results ``name`` read (:data:`SHIPPED_READS`; an episode of the
+    shipped system when not listed)."""
+    reads = SHIPPED_READS.get(name)
+    return system_weights() if reads is None else reads
 
 
 def weights_flag(res: dict[str, Any], name: str) -> str:

@@ -197,7 +197,7 @@ def test_readme_flags_figures_of_the_shipped_system_once_its_weights_change(tmp_
     weights = tmp_path / "weights"
     shutil.copytree(results_io.WEIGHTS_DIR, weights)
     monkeypatch.setattr(results_io, "WEIGHTS_DIR", weights)
-    shipped_rows = ("`eval_shipped.json`", "`bench_vision.json`", "`own_scene.json`")
+    shipped_rows = ("`eval_shipped.json`", "`bench_vision.json`", "`own_scene.json`", "`bench_pipeline.json`")
 
     def rows() -> list[str]:
         text, _ = tables.render(README_BLOCK, tmp_path / "README.md", {}, BENCH / "results")
@@ -212,6 +212,39 @@ def test_readme_flags_figures_of_the_shipped_system_once_its_weights_change(tmp_
     # THEN exactly the rows that measured the shipped system say so, naming the file; the others do not
     assert len(flagged) == len(shipped_rows) and all("segmenter_64px.pt" in row for row in flagged)
     assert all(any(name in row for row in flagged) for name in shipped_rows)
+
+
+def test_docs_tables_of_shipped_weights_are_flagged_by_the_files_they_read(tmp_path, monkeypatch):
+    import results_io
+    import tables_render
+
+    # GIVEN the tracked results of benchmarks that measure shipped weights, and a copy of the weights they were
+    # measured with
+    weights = tmp_path / "weights"
+    shutil.copytree(results_io.WEIGHTS_DIR, weights)
+    monkeypatch.setattr(results_io, "WEIGHTS_DIR", weights)
+    names = ("bench_camera_mount", "bench_gripper_head", "bench_pipeline", "eval_shipped")
+    loaded = {name: load_results(BENCH / "results" / f"{name}.json") for name in names}
+
+    def flagged() -> set[str]:
+        return {name for name, res in loaded.items()
+                if "other shipped weights" in tables_render.provenance(name, res)}
+
+    assert flagged() == set()
+    # WHEN the controller changes, THEN the tables of episodes of the shipped system say so, not the gripper head's
+    # (it reads the segmenter's masks) nor the pipeline's (it trains its own controller)
+    with open(weights / "controller.pt", "ab") as f:
+        f.write(b"\0")
+    assert flagged() == {"bench_camera_mount", "eval_shipped"}
+    # WHEN the gripper head changes too, THEN its table joins them; the segmenter: every one
+    (weights / results_io.GRIPPER_HEAD).write_bytes(b"another head")
+    assert flagged() == {"bench_camera_mount", "eval_shipped", "bench_gripper_head"}
+    with open(weights / results_io.SEGMENTER, "ab") as f:
+        f.write(b"\0")
+    assert flagged() == set(names)
+    # a benchmark of candidates (its rows name their own weights) is never flagged
+    other = load_results(BENCH / "results" / "unseen_tables-52.json")
+    assert "other shipped weights" not in tables_render.provenance("unseen_tables-52", other)
 
 
 def test_a_gripper_head_counts_for_the_shipped_system_only_when_its_controller_reads_the_fingers(tmp_path,
