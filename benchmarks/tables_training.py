@@ -186,7 +186,8 @@ def painted_misses_table(d: Path) -> str:
             + provenance("painted_misses", res))
 
 
-OWN_SCENE_VALIDATION = ("own_scene-validation", "own_scene-validation-segmenter", "own_scene-validation-adapt")
+OWN_SCENE_VALIDATION = ("own_scene-validation", "own_scene-validation-segmenter", "own_scene-validation-adapt",
+                        "own_scene-validation-recipe")
 """The adaptation recipes compared on the validation photo set (``mate-backgrounds``), before the report sets."""
 
 
@@ -200,8 +201,10 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
     rows, frames = [], []
     for _, res in loaded:
         f = res["figures"]
-        how = res.get("config", {}).get("adapt_args") or "defaults"
+        args = res.get("config", {}).get("adapt_args")
         for name, r in f["rows"].items():
+            steps = r["adapt"].get("config", {}).get("segmenter_steps")
+            how = args or ("defaults" if steps is None else f"defaults: --segmenter-steps {steps}")
             minutes = sum(r["adapt"]["seconds"].values()) / 60
             for c in f["conditions"]:
                 s, a = r["shipped"][c], r["adapted"][c]

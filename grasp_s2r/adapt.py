@@ -63,10 +63,10 @@ class AdaptConfig:
     """Training episodes per DAgger round."""
     eval_episodes: int = 40
     """Episodes per condition on which each round is measured (the best round is kept)."""
-    segmenter_steps: int = 4000
-    """Fine-tune the shipped segmenter this many steps on composites over your photos first (about 9 minutes on 2
-    cores with AVX-512 BF16, 25 in fp32; 0: keep it, the controller alone). Chosen on the validation set; what it
-    buys: docs/own-scene.md."""
+    segmenter_steps: int = 1500
+    """Fine-tune the shipped segmenter this many steps on composites over your photos first (about 8 minutes on 2
+    cores in fp32, the whole adaptation 13; 0: keep it, the controller alone). Chosen on the validation set within
+    the 15 minutes asked of an adaptation; what it buys: docs/own-scene.md."""
     workers: int = 2
     """Environment processes."""
     seed: int = 0
