@@ -81,8 +81,8 @@ OPTIONS = (
     Option("--reshade-prob", "share of spheres re-lit from their geometry", "data.reshade.prob", type=float),
     Option("--distractor-prob", "share of pasted-on backgrounds with hard-negative distractors (cost painted recall "
            "per frame; 0.3 in the shipped segmenter's last fine-tune)", "data.distractor_prob", type=float),
-    Option("--distractor-kinds", "the distractors' shapes, comma-separated, drawn uniformly", "data.distractor_kinds", convert=lambda text: parse_distractor_kinds(text),
-           metavar="KIND,...", show=comma_text),
+    Option("--distractor-kinds", "the distractors' shapes, comma-separated, drawn uniformly", "data.distractor_kinds",
+           convert=lambda text: parse_distractor_kinds(text), metavar="KIND,...", show=comma_text),
     Option("--photo-blob-prob", "share of pasted-on backgrounds with sphere-sized textured blobs (flowers, spots)",
            "data.photo_blob_prob", type=float),
     Option("--affine-scale", "range of the affine zoom of training composites (the recipe's: spheres up to the "
