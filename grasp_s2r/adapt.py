@@ -145,10 +145,10 @@ def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
     from grasp_s2r.vision.training.train_config import recipe_of
 
     every = max(1, min(500, cfg.segmenter_steps))
-    data = recipe_of(default_checkpoint_path())
+    shipped = default_checkpoint_path()
     return SegmenterTrainConfig(steps=cfg.segmenter_steps, lr=SEGMENTER_LR, seed=cfg.seed, val_every=every,
-                                checkpoint_every=every, init_checkpoint=str(default_checkpoint_path()),
-                                hold_out_photos=False, data=data)
+                                checkpoint_every=every, init_checkpoint=str(shipped), hold_out_photos=False,
+                                data=recipe_of(shipped))
 
 
 def _fine_tune_segmenter(cfg: AdaptConfig, photos: Path, out: Path, progress: bool) -> Path:

@@ -102,10 +102,10 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     backgrounds = Path(cfg.backgrounds) if cfg.backgrounds else None
     if not model.exists():
         resume = (vision_dir / "checkpoint-latest.pt").exists()
+        shipped = default_checkpoint_path()
         train_cfg = (SegmenterTrainConfig(steps=cfg.vision_steps, seed=cfg.seed) if cfg.vision_from_scratch else
                      SegmenterTrainConfig(steps=cfg.vision_steps, seed=cfg.seed, lr=cfg.vision_lr,
-                                          init_checkpoint=str(default_checkpoint_path()),
-                                          data=recipe_of(default_checkpoint_path())))
+                                          init_checkpoint=str(shipped), data=recipe_of(shipped)))
         model = train(train_cfg, vision_dir, resume=resume, backgrounds_dir=backgrounds)
     else:
         print(f"{model} exists: skipped")
