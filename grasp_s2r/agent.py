@@ -106,7 +106,7 @@ def reads_gripper(policy: Any) -> bool:
 def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], policy: Any, rgb: np.ndarray,
                  proprio: np.ndarray, *, gt_mask: np.ndarray | None = None, blank: np.ndarray | None = None,
                  query: Sequence[int] | None = None, memory: np.ndarray | None = None,
-                 gt_gripper: np.ndarray | None = None, suppress: np.ndarray | None = None) -> LearnerStep:
+                 gt_gripper: np.ndarray | None = None) -> LearnerStep:
     """The learner's step for N observations: images -> masks -> (blanking) -> controller.
 
     ``masks``: a mask source, ``(rgb (N, H, W, 3) uint8, gt_mask (N, H, W) bool | None) -> bool (N, H, W)``
@@ -124,14 +124,6 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     t1 = time.perf_counter()
     if blank is not None:
         input_masks[np.asarray(blank, dtype=bool)] = False
-    if suppress is not None:
-        input_masks &= ~np.asarray(suppress, dtype=bool)
-    import os
-    if os.environ.get("GRASP_S2R_SIZE_GATE"):
-        from grasp_s2r.control.lures import size_gate
-        lo, hi = (float(v) for v in os.environ["GRASP_S2R_SIZE_GATE"].split(","))
-        for i in range(len(input_masks)):
-            input_masks[i] = size_gate(input_masks[i], proprio[i], CameraConfig(), lo, hi)
     n = len(input_masks)
     rows = list(range(n)) if query is None else list(query)
     actions = np.full((n, ACTION_DIM), np.nan)

@@ -14,7 +14,6 @@ evaluation) and ``grasp-s2r eval`` run it, locally or inside a Ray actor. It doe
 from __future__ import annotations
 
 import dataclasses
-import os
 import multiprocessing as mp
 import time
 from collections import deque
@@ -25,7 +24,6 @@ import numpy as np
 from tqdm import tqdm
 
 from grasp_s2r.agent import learner_step, reads_gripper, reads_memory
-from grasp_s2r.control.lures import LureConfig, LureMemory
 from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
 from grasp_s2r.interrupts import children_ignore_interrupts
@@ -71,7 +69,6 @@ class _Active:
         self.dropout_steps = dropout_steps(request)
         """Steps whose controller input mask the condition's dropout blanks."""
         self.memory = EpisodeMemory()
-        self.lures = LureMemory(LureConfig(int(os.environ.get("GRASP_S2R_LURE_STEPS", "0"))))
         """The controller's memory of this episode (read only by a controller with memory)."""
         self.params: dict[str, Any] = {}
 
@@ -186,9 +183,8 @@ class RolloutPool:
             query = [j for j, w in enumerate(ids) if active[w].request.actor.queries_learner]
             memory = np.stack([active[w].memory.features() for w in ids]) if with_memory else None
             gripper = np.stack([obs[w]["gripper_mask"] for w in ids]) if with_fingers else None
-            suppress = np.stack([active[w].lures.suppression(obs[w]["proprio"]) for w in ids])
             step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query, memory=memory,
-                                gt_gripper=gripper, suppress=suppress)
+                                gt_gripper=gripper)
             input_masks, learner = step.masks, step.actions
             stopped = set()
             for j, w in enumerate(ids):
@@ -205,7 +201,6 @@ class RolloutPool:
                 executed, from_expert = ep.actor.choose(o["action"], lrn)
                 if with_memory:
                     ep.memory.update(input_masks[j], o["proprio"], executed)
-                ep.lures.update(input_masks[j], o["proprio"])
                 ep.length += 1
                 ep.n_expert += int(from_expert)
                 if ep.record:
