@@ -17,7 +17,9 @@ elsewhere, blue: the sphere missed). ``--validation CONDITION``: instead, one of
 photo (``validation.TRAIN_PHOTO_CONDITIONS``, e.g. ``start-out-of-view``) on the validation seeds, where candidates are
 compared; or an unseen-photo one (``table-photo-unseen``, ``backgrounds-unseen``) on ``--backgrounds``' photos.
 ``--strips DIR``: each failed episode as a strip of 20 frames overlaid with the controller's mask
-(``DIR/seed-SEED.png``).
+(``DIR/seed-SEED.png``). Also, over the failed episodes' frames whose sphere (3 px or more) is in view and missed,
+the segmenter's highest sphere probability on the sphere's pixels (:func:`missed_sphere_probability`): near its
+threshold, a lower threshold or evidence summed over frames could find it; near 0, only a segmenter that sees it.
 """
 
 from __future__ import annotations
@@ -66,6 +68,25 @@ def failure_kind(row: dict) -> str:
     if row["in_view"] < 0.5:
         return lured if row["false_blob"] >= 0.3 else lost
     return never_found if row["found"] < 0.2 else not_grasped
+
+
+def missed_sphere_probability(records, segmenter, threshold: float) -> dict[str, float]:
+    """Over the frames of ``records`` whose sphere (3 px or more) is in view and missed by the controller's mask: the
+    segmenter's highest sphere probability on the sphere's pixels, its median and 90th percentile, and the share of
+    those frames where it reaches half the threshold."""
+    peaks = []
+    for r in records:
+        gt, seen = np.asarray(r.arrays["sphere_mask"], bool), np.asarray(r.arrays["input_mask"], bool)
+        n = len(gt)
+        missed = (gt.reshape(n, -1).sum(1) >= 3) & ~(gt & seen).reshape(n, -1).any(1)
+        if missed.any():
+            proba = segmenter.predict_proba(np.asarray(r.arrays["rgb"])[missed])
+            peaks += [float(p[g].max()) for p, g in zip(proba, gt[missed])]
+    if not peaks:
+        return {"frames": 0}
+    peaks = np.array(peaks)
+    return {"frames": len(peaks), "median": float(np.median(peaks)), "p90": float(np.percentile(peaks, 90)),
+            "share_above_half_threshold": float((peaks >= threshold / 2).mean())}
 
 
 def table_photo(info: dict, names: list[str]) -> str:
@@ -149,6 +170,14 @@ def main() -> int:
     kinds = [r["kind"] for r in rows if not r["success"]]
     summary["failure_kinds"] = {k: kinds.count(k) for k in FAILURE_KINDS}
     print("failures by kind: " + ", ".join(f"{k} {n}" for k, n in summary["failure_kinds"].items()))
+    seg = masks.segmenter
+    peaks = missed_sphere_probability([r for r in recs if not r.success], seg, seg.threshold)
+    summary["missed_sphere_probability"] = peaks
+    if peaks["frames"]:
+        print(f"failed episodes, {peaks['frames']} frames with the sphere in view and missed: the segmenter's highest "
+              f"sphere probability on it: median {peaks['median']:.3f}, 90th percentile {peaks['p90']:.3f}; "
+              f"{peaks['share_above_half_threshold']:.2f} of the frames reach half its threshold "
+              f"({seg.threshold / 2:.2f})")
     if names:
         by_photo = failures_by_photo(rows)
         print("failures by table photo: " + ", ".join(f"{n} {k}/{e}" for n, (k, e) in by_photo.items() if k))

@@ -179,3 +179,33 @@ def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_
     for argv in (["--validation", "nominal", "--backgrounds", str(tmp_path)], ["--validation", validation.UNSEEN_TABLE]):
         r = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, check=False, timeout=120)
         assert r.returncode != 0 and "--backgrounds goes with table-photo or --validation" in r.stderr, argv
+
+
+def test_the_segmenters_peak_probability_on_a_missed_sphere_is_read_from_its_frames():
+    """``table_photo_failures.missed_sphere_probability``: over the frames whose sphere is in view and missed by the
+    controller's mask, the shipped segmenter's highest probability on the sphere's pixels; frames where the mask
+    found the sphere, or with no sphere in view, do not count."""
+    from types import SimpleNamespace
+
+    import table_photo_failures
+
+    from grasp_s2r.sim.env import GraspEnv
+    from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
+
+    env = GraspEnv(control_env_config())
+    try:
+        frame = env.reset(seed=3).frame
+    finally:
+        env.close()
+    assert frame.sphere_mask.sum() >= 3  # the sphere is in view at the start
+    segmenter = Segmenter.load(default_checkpoint_path(), "cpu")
+    empty = np.zeros_like(frame.sphere_mask)
+    rgb = np.stack([frame.rgb] * 3)
+    gt = np.stack([frame.sphere_mask, frame.sphere_mask, empty])  # the third frame shows no sphere
+    missed = SimpleNamespace(arrays={"rgb": rgb, "sphere_mask": gt, "input_mask": np.zeros_like(gt)})
+    found = SimpleNamespace(arrays={"rgb": rgb, "sphere_mask": gt, "input_mask": gt.copy()})
+    peaks = table_photo_failures.missed_sphere_probability([missed, found], segmenter, 0.5)
+    expected = float(segmenter.predict_proba(frame.rgb[None])[0][frame.sphere_mask].max())
+    assert peaks["frames"] == 2 and peaks["median"] == pytest.approx(expected, abs=1e-6)
+    assert peaks["share_above_half_threshold"] == float(expected >= 0.25)
+    assert table_photo_failures.missed_sphere_probability([found], segmenter, 0.5) == {"frames": 0}
