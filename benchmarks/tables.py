@@ -20,6 +20,7 @@ from pathlib import Path
 import tables_prose as prose
 import tables_render as r
 import tables_training as training
+import tables_unseen as unseen
 from results_io import REPO, RESULTS_DIR
 
 TABLES: dict[str, Callable[[Path], str]] = {
@@ -47,15 +48,15 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "crop_recipe": training.crop_recipe_table,
     "sphere_look": training.sphere_look_table,
     "segmenter_recipe": training.segmenter_recipe_table,
-    "painted_misses": training.painted_misses_table,
-    "own_scene": training.own_scene_table,
-    "own_scene_validation": lambda d: training.own_scene_table(d, training.OWN_SCENE_VALIDATION),
-    "table_photo_failures": training.table_photo_failures_table,
-    "unseen_tables": training.unseen_tables_table,
-    "sphere_context": training.sphere_context_table,
-    "error_budget": training.error_budget_table,
-    "search_recipe": training.search_recipe_table,
-    "test_time_remedies": training.test_time_remedies_table,
+    "painted_misses": unseen.painted_misses_table,
+    "own_scene": unseen.own_scene_table,
+    "own_scene_validation": lambda d: unseen.own_scene_table(d, unseen.OWN_SCENE_VALIDATION),
+    "table_photo_failures": unseen.table_photo_failures_table,
+    "unseen_tables": unseen.unseen_tables_table,
+    "sphere_context": unseen.sphere_context_table,
+    "error_budget": unseen.error_budget_table,
+    "search_recipe": unseen.search_recipe_table,
+    "test_time_remedies": unseen.test_time_remedies_table,
     "val_suites": prose.val_suites_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""

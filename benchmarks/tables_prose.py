@@ -10,8 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tables_render import load, md_table, not_measured, provenance
-from tables_training import numbered_runs
+from tables_render import load, md_table, not_measured, numbered_runs, provenance
 
 from grasp_s2r.stats import format_difference, format_rate
 from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table

@@ -215,7 +215,7 @@ SHIPPED_READS: dict[str, tuple[str, ...] | None] = {
 }
 """The results that measure shipped weights, and the files their figures read (None: episodes of the shipped
 system, :func:`results_io.system_weights`; the pipeline fine-tunes the shipped segmenter): their tables are flagged
-once those files change (:func:`weights_flag`). ``own_scene`` names its own runs (``tables_training``)."""
+once those files change (:func:`weights_flag`). ``own_scene`` names its own runs (``tables_unseen``)."""
 SHIPPED_FIGURES = ("bench_vision", "eval_shipped", "own_scene", "bench_pipeline")
 """The README's rows that measure the shipped weights, flagged as their tables are."""
 
@@ -388,3 +388,15 @@ def pipeline_table(d: Path) -> str:
               f"{rate_ci(c)} ({c['successes']}/{c['episodes']})") for name, c in f["eval"]["conditions"].items()]
     return md_table(("figure", "value"), rows) + "\n\n" + provenance("bench_pipeline", res)
 
+
+def numbered_runs(d: Path, stem: str) -> list[str]:
+    """The runs of one benchmark shown together (the shipped row once): ``STEM.json``, then ``STEM-2.json``, ``-3``
+    ... in order."""
+    suffixes = sorted(int(f.stem.rsplit("-", 1)[1]) for f in d.glob(f"{stem}-*.json")
+                      if f.stem.rsplit("-", 1)[1].isdigit())
+    return [stem] + [f"{stem}-{k}" for k in suffixes]
+
+
+def camera_label(px: int) -> str:
+    """Rows of systems through another camera than the scene's 64 px one are labelled so."""
+    return "" if px == 64 else f" ({px} px camera)"

@@ -274,7 +274,7 @@ def test_error_budget_columns_name_their_photos_when_runs_differ(tmp_path):
     import argparse
 
     import results_io
-    import tables_training
+    import tables_unseen
 
     # GIVEN two error-budget runs of the shipped segmenter, on two folders of validation photos
     height = {"height_cm": [0, 2], "failed": {"frames": 4, "in_view": 2, "found": 0.5, "false_blob": 0.25,
@@ -290,7 +290,7 @@ def test_error_budget_columns_name_their_photos_when_runs_differ(tmp_path):
                                   "rows": rows, "by_height": [height]}, ns, save=True,
                                  argv=["benchmarks/error_budget.py"])
     # WHEN the table is rendered
-    text = tables_training.error_budget_table(results)
+    text = tables_unseen.error_budget_table(results)
     # THEN the weights are named as the repository holds them, each column and frames table says its photos, and
     # the caption names both folders
     assert vision == "grasp_s2r/weights/segmenter_64px.pt"
@@ -300,22 +300,22 @@ def test_error_budget_columns_name_their_photos_when_runs_differ(tmp_path):
     assert "`VAL` or `wallpapers` as the table, 10 validation episodes a cell" in text
     # AND one run alone is labelled without its photos (the caption names them)
     (results / "error_budget-2.json").unlink()
-    text = tables_training.error_budget_table(results)
+    text = tables_unseen.error_budget_table(results)
     assert "segmenter `grasp_s2r/weights/segmenter_64px.pt` |" in text and "`wallpapers` as the table" in text
 
 
 def test_own_scene_table_says_which_runs_measured_other_shipped_weights(monkeypatch):
     import results_io
-    import tables_training
+    import tables_unseen
 
     # GIVEN the tracked own-scene run and the shipped weights it recorded
     recorded = load_results(BENCH / "results" / "own_scene.json")["shipped_weights"]
     monkeypatch.setattr(results_io, "shipped_weights", lambda: recorded)
     # WHEN the table is rendered with those weights shipped, THEN it flags nothing
-    assert "other shipped weights" not in tables_training.own_scene_table(BENCH / "results", ("own_scene",))
+    assert "other shipped weights" not in tables_unseen.own_scene_table(BENCH / "results", ("own_scene",))
     # WHEN the segmenter changes
     monkeypatch.setattr(results_io, "shipped_weights", lambda: {**recorded, "segmenter_64px.pt": "0" * 64})
-    text = tables_training.own_scene_table(BENCH / "results", ("own_scene",))
+    text = tables_unseen.own_scene_table(BENCH / "results", ("own_scene",))
     # THEN the caption names the run and the file that changed, once
     assert text.count("Measured with other shipped weights") == 1
     assert "`own_scene` (segmenter_64px.pt)" in text

@@ -1,0 +1,246 @@
+"""Renderers of ``tables.py`` for perception on photos no segmenter trained on: the painted suite's misses, your own
+scene (``own_scene``), the unseen tables and their failures (``unseen_tables``, ``table_photo_failures``,
+``error_budget``), the sphere's context, the search recipe and the test-time remedies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from results_io import changed_weights, system_weights
+from tables_render import camera_label, load, md_table, not_measured, numbered_runs, provenance, rate_ci
+from validation import UNSEEN_TABLE as UNSEEN
+
+from grasp_s2r.stats import difference_interval
+
+
+def painted_misses_table(d: Path) -> str:
+    """Painted spheres found, grey against coloured and by position (``painted_misses``), and where the training
+    recipe puts its spheres."""
+    res = load("painted_misses", d)
+    if res is None:
+        return not_measured("painted_misses")
+    f = res["figures"]
+    groups = list(next(iter(f["checkpoints"].values())))
+    rows = [(f"`{path}`", *(f"{r[g]['found_rate']:.3f}" for g in groups)) for path, r in f["checkpoints"].items()]
+    n = {g: r[g]["images"] for r in f["checkpoints"].values() for g in groups}
+    table = md_table(("segmenter", *(f"{g} (n={n[g]})" for g in groups)), rows)
+    from painted_misses import middle_share
+
+    cols = [f"{name} {100 * middle_share(cells):.0f} %" for name, cells in f["positions"].items()]
+    return (table + f"\n\nShare of painted spheres found (val split, {f['n_images']} images; grey: mean HSV "
+            f"saturation below {f['grey_saturation']} of 255; the middle: the middle half of the columns, the lower "
+            "three quarters of the rows). Sphere centres in the middle: " + ", ".join(cols) + ". "
+            + provenance("painted_misses", res))
+
+
+OWN_SCENE_VALIDATION = ("own_scene-validation", "own_scene-validation-segmenter", "own_scene-validation-adapt",
+                        "own_scene-validation-nodistractors", "own_scene-validation-recipe")
+"""The adaptation recipes compared on the validation photo set (``mate-backgrounds``), before the report sets."""
+
+
+def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
+    """``own_scene`` (and ``own_scene-2``, ...; or the runs ``names``): the shipped system and the adapted one on the
+    test parts of each photo set (one row a set, condition and ``grasp-s2r adapt`` option set)."""
+    names = tuple(names or numbered_runs(d, "own_scene"))
+    loaded = [(name, res) for name in names if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured(names[0])
+    rows, frames = [], []
+    for _, res in loaded:
+        f = res["figures"]
+        args = res.get("config", {}).get("adapt_args")
+        for name, r in f["rows"].items():
+            steps = r["adapt"].get("config", {}).get("segmenter_steps")
+            how = args or ("defaults" if steps is None else f"defaults: --segmenter-steps {steps}")
+            minutes = sum(r["adapt"]["seconds"].values()) / 60
+            for c in f["conditions"]:
+                s, a = r["shipped"][c], r["adapted"][c]
+                diff, lo, hi = difference_interval(a["successes"], a["episodes"], s["successes"], s["episodes"])
+                rows.append((f"`{name}` ({r['n_photos']} photos)", f"`{how}`", c, rate_ci(s), rate_ci(a),
+                             f"{100 * diff:+.1f} ({100 * lo:+.1f} to {100 * hi:+.1f})", f"{minutes:.1f}"))
+            frames += [f"`{name}`, {system}{f' (`{how}`)' if system.startswith('adapted') else ''}: found "
+                       f"{m['found_below_6px']:.2f} (< 6 px) / {m['found_6px_and_over']:.2f} (>= 6 px), false "
+                       f"detections {m['false_detection_rate']:.2f} ({m['views']} views)"
+                       for system, m in r.get("frames", {}).items()]
+    f = loaded[0][1]["figures"]
+    reads = system_weights()
+    other = [f"`{name}` ({', '.join(changed)})" for name, res in loaded if (changed := changed_weights(res, reads))]
+    older = (" Measured with other shipped weights than today's, its `shipped` column that system's: "
+             + ", ".join(other) + ".") if other else ""
+    return (md_table(("photo set", "adapt options", "condition", "shipped", "adapted", "difference, points",
+                      "adaptation, min"), rows)
+            + f"\n\nSuccess in % (95 % CI), {f['episodes']} episodes a condition on the test parts (the right "
+            f"{100 * (1 - f['tune_share']):.0f} % of each photo; adapted on the left {100 * f['tune_share']:.0f} %), "
+            "the same episodes for both systems. Segmenters per frame, on photo-table views of the test parts: "
+            + "; ".join(dict.fromkeys(frames)) + "." + older + " "
+            + " ".join(provenance(name, res) for name, res in loaded))
+
+
+def table_photo_failures_table(d: Path) -> str:
+    """``table_photo_failures``: per-episode means of successes and failures on ``table-photo``."""
+    res = load("table_photo_failures", d)
+    if res is None:
+        return not_measured("table_photo_failures")
+    f = res["figures"]
+    rows = [(label, s["episodes"], f"{s['in_view']:.2f}", f"{s['found']:.2f}", f"{s['false_blob']:.2f}",
+             f"{s['width0_px']:.1f}") for label, s in f["summary"].items() if s["episodes"]]
+    return (md_table(("episodes", "n", "sphere in view (share of steps)", "found when in view", "mask fires elsewhere",
+                      "sphere width at the start, px"), rows)
+            + f"\n\n`table-photo` on {f['backgrounds']}. " + provenance("table_photo_failures", res))
+
+
+def unseen_tables_table(d: Path) -> str:
+    """``unseen_tables``: each segmenter on tables it never trained on, per frame (far / all heights) and end to end."""
+    loaded = [(name, res) for name in numbered_runs(d, "unseen_tables") if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured("unseen_tables")
+    f = loaded[0][1]["figures"]
+    def tables(res: dict) -> str:  # runs on other photos than the first's say so
+        photos = res["figures"]["photos"]
+        return "" if photos == f["photos"] else f" on the {photos} photos" if photos == "train" else f" on {photos}"
+
+    rows_by_label = {label + camera_label(res["figures"].get("camera_px", 64)) + tables(res): r
+                     for _, res in loaded for label, r in res["figures"]["rows"].items()}
+
+    def cell(m: dict) -> str:
+        return " / ".join(f"{m[k]:.3f}" for k in ("precision", "recall", "found_rate", "false_detection_rate"))
+
+    def cost(r: dict) -> str:  # the row's time a frame against the shipped one at 64 px, timed side by side
+        return f"{r['predict_ms'] / r['shipped_64px_ms']:.2f}x" if "predict_ms" in r else "-"
+
+    rows = [(f"`{label}`", cell(r["far"]), cell(r["all"]),
+             rate_ci(r[UNSEEN]) if UNSEEN in r
+             else "-", cost(r)) for label, r in rows_by_label.items()]
+    table = md_table(("segmenter (+ controller, where not the shipped one)",
+                      "far views: P / R / found / false det.", "all heights", "table-photo-unseen",
+                      "time a frame"), rows)
+    return (table + f"\n\nThe validation photos `{Path(f['photos']).name}` ({f['n_photos']}, trained on by none) as the "
+            f"sim table: {f['views']} views a set (far: an episode's start and search heights, the sphere 2-4 px "
+            f"wide; all: the training views' heights), and {f['episodes']} validation episodes (success in %, "
+            "95 % CI). " + " ".join(provenance(name, res) for name, res in loaded))
+
+
+def sphere_context_table(d: Path) -> str:
+    """``sphere_context``: the failed episodes' first frames with the table around the sphere changed."""
+    res = load("sphere_context", d)
+    if res is None:
+        return not_measured("sphere_context")
+    f = res["figures"]
+
+    def cell(r: dict | None) -> str:
+        return "-" if r is None else f"{r['found']:.2f} / {r['false_blob']:.2f}"
+
+    rows = [(name, cell(r.get("failed")), cell(r.get("succeeded"))) for name, r in f["rows"].items()]
+    table = md_table(("first frame", f"failed episodes ({f['failed']}): found / false blob",
+                      "as many succeeded episodes: found / false blob"), rows)
+    return (table + f"\n\nThe shipped segmenter on the first frames of `table-photo-unseen` episodes (`{f['photos']}` as "
+            f"the table, {f['episodes']} validation episodes): found = the mask touches the sphere, false blob = 3 or "
+            "more mask pixels elsewhere; the sphere's own pixels are never changed but in the rows that widen or "
+            "repaint it (repainted: each pixel the colour times its brightness over the sphere's mean). "
+            + _hue_text(f.get("hue_near_table", {}), f.get("near_hue_deg"))
+            + _approach_text(f.get("approach_found_by_width_px", {})) + provenance("sphere_context", res))
+
+
+def _hue_text(near: dict[str, float], degrees: float | None) -> str:
+    if not near:
+        return ""
+    return (f"The sphere's hue within {degrees:g} degrees of the table's around it: failed episodes "
+            f"{near.get('failed', float('nan')):.0%}, succeeded {near.get('succeeded', float('nan')):.0%}. ")
+
+
+def _approach_text(found_by: dict[str, float]) -> str:
+    if not found_by:
+        return ""
+    return ("Replayed with ground-truth masks (the arm approaches, the sphere grows), the failed episodes' spheres are "
+            "first found by a width of " + ", ".join(f"{w} px in {v:.0%}" for w, v in found_by.items()) + ". ")
+
+
+def error_budget_table(d: Path) -> str:
+    """``error_budget`` (and ``error_budget-2``, ...): per segmenter, the same episodes on its masks, on them without
+    one kind of error, on the ground truth; then its frames by TCP height, failed against succeeded episodes."""
+    loaded = [(name, res) for name in numbered_runs(d, "error_budget") if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured("error_budget")
+    runs = [res["figures"] for _, res in loaded]
+    photos = sorted({f["photos"] for f in runs})
+    labels = [f"`{f['vision']}`{camera_label(f['camera_px'])}"
+              + (f" on `{f['photos']}`" if len(photos) > 1 else "") for f in runs]
+    masks = list(runs[0]["rows"])
+    rows = [(f"`{m}`", *(rate_ci(f["rows"][m]) for f in runs)) for m in masks]
+    parts = [md_table(("masks the shipped controller runs on", *(f"segmenter {label}" for label in labels)), rows)]
+
+    def cell(r: dict) -> str:
+        if not r["in_view"]:
+            return "-"
+        return f"{r['in_view']}: {r['found']:.2f} / {r['false_blob']:.2f} / {r['width_px']:.1f}"
+
+    for label, f in zip(labels, runs):
+        parts.append(f"Segmenter {label}, its frames by TCP height:\n\n" + md_table(
+            ("TCP height", "failed: in view: found / false blob / width px",
+             "succeeded: in view: found / false blob / width px"),
+            [(f"{h['height_cm'][0]}-{h['height_cm'][1]} cm", cell(h["failed"]), cell(h["succeeded"]))
+             for h in f["by_height"]]))
+        if f.get("misses"):  # measured since the peak probability of missed spheres was recorded
+            parts[-1] += "\n\n" + _misses_text(f["misses"])
+    episodes = {f["episodes"] for f in runs}
+    return ("\n\n".join(parts) + f"\n\n{' or '.join(f'`{p}`' for p in photos)} as the table, "
+            f"{', '.join(map(str, sorted(episodes)))} validation episodes a cell (success in %, 95 % CI). The frames "
+            "of a segmenter's own masks: in view = frames showing the sphere, found = share where the mask touches "
+            "it, false blob = share of all frames with 3 or more mask pixels elsewhere, width = the sphere's median "
+            "width. " + " ".join(provenance(name, res) for name, res in loaded))
+
+
+def _misses_text(misses: dict[str, dict]) -> str:
+    prob = next(iter(misses.values()))["signal_prob"]
+    return "Frames whose sphere is in view but missed: " + "; ".join(
+        f"{label} episodes {m['missed']}, the sphere's most probable pixel at {prob} or more in {m['signal']:.2f} "
+        f"of them and the frame's most probable pixel in {m['top']:.2f}"
+        for label, m in misses.items() if m["missed"]) + "."
+
+
+def search_recipe_table(d: Path) -> str:
+    """``search_recipe`` (and ``search_recipe-2``, ... with ``--vision``): the observable expert acting on a
+    segmenter's masks with each search, then the shipped controller and controllers trained to imitate a search, on
+    the same validation episodes; a table a segmenter."""
+    loaded = [(name, res) for name in numbered_runs(d, "search_recipe") if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured("search_recipe")
+    parts = []
+    for name, res in loaded:
+        f = res["figures"]
+        rows = [(f"expert: {r['name']}" if r["agent"] == "expert" else f"controller: `{r['name']}`",
+                 *(rate_ci(v) for v in r["conditions"].values()))
+                for r in f["rows"]]
+        masks = f"`{f['vision']}`'s masks" if f.get("vision") else "the shipped segmenter's masks"
+        parts.append(md_table(("agent", *(f"`{c}`" for c in f["conditions"])), rows)
+                     + f"\n\nSuccess in % (95 % CI), {f['episodes']} validation episodes a condition (`{f['photos']}` "
+                     f"as the table of `{UNSEEN}`, the training photos elsewhere), {masks}. The expert counts the "
+                     "sphere as seen where the mask touches it. " + provenance(name, res))
+    return "\n\n".join(parts)
+
+
+def test_time_remedies_table(d: Path) -> str:
+    """``test_time_remedies`` (and ``-2``, ...): the shipped segmenter changed at test time, per frame and end to end,
+    one table a run."""
+    loaded = [(name, res) for name in numbered_runs(d, "test_time_remedies") if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured("test_time_remedies")
+
+    def cell(m: dict) -> str:
+        return f"{m['found_rate']:.3f} / {m['false_detection_rate']:.3f}"
+
+    def folder(path: str) -> str:  # own_scene.py's parts by their set: mate-backgrounds/test
+        p = Path(path)
+        return f"{p.parent.name}/{p.name}" if p.name in ("tune", "test") else p.name
+
+    parts = []
+    for name, res in loaded:
+        f = res["figures"]
+        stats = "the same photos' other views" if f["stats_photos"] == f["photos"] else f"`{folder(f['stats_photos'])}`"
+        rows = [(label, cell(r["far"]), cell(r["all"]), rate_ci(r[UNSEEN]) if UNSEEN in r else "-")
+                for label, r in f["rows"].items()]
+        parts.append(md_table((f"the shipped segmenter, `{folder(f['photos'])}` as the table", "far: found / false det.",
+                               "all heights: found / false det.", f"{UNSEEN}, {f['episodes']} episodes"), rows)
+                     + f"\n\n{f['views']} views a set; AdaBN's statistics from {f['bn_views']} views of {stats}. "
+                     + provenance(name, res))
+    return "\n\n".join(parts)
