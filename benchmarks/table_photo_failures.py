@@ -4,7 +4,7 @@ found it then, and how often the mask fired elsewhere; successes against failure
     python benchmarks/table_photo_failures.py [--backgrounds DIR] [--episodes 100] [--vision CKPT] [--policy CKPT]
         [--crops PNG] [--validation CONDITION] [--strips DIR] [--save]
 
-Runs the shipped system (or ``--vision`` / ``--policy``) on ``table-photo`` (the embedded held-out photos, or
+Runs the shipped system (its parallax filter too; or ``--vision`` / ``--policy``) on ``table-photo`` (the embedded held-out photos, or
 ``--backgrounds``: yours, all of them) with the evaluation's seeds, recording every step. Per episode: ``in_view``
 (share of steps whose ground-truth mask is not empty), ``found`` (share of those where the controller's mask
 overlaps it), ``false_blob`` (share of steps with 3 or more mask pixels off the sphere), ``first_found`` (the
@@ -35,6 +35,7 @@ from validation import TRAIN_PHOTO_CONDITIONS, UNSEEN_CONDITIONS, VALIDATION_BAS
 
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control import seeds
+from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.drawing import crop_around, image_grid, overlay_tile, write_png
 from grasp_s2r.runtime.conditions import photo_names, resolve_condition
@@ -152,7 +153,8 @@ def main() -> int:
         cond, base = resolve_condition("table-photo", args.backgrounds or None), seeds.TEST_BASE
     requests = [EpisodeRequest(seed=base + i, condition=cond) for i in range(args.episodes)]
     with RolloutPool(control_env_config(), args.workers) as pool:
-        recs = pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc=name)
+        recs = pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc=name,
+                        parallax=SHIPPED_PARALLAX)
     names = photo_names(cond.table_photos) if cond.table_photos else []
     rows = [{"seed": r.request.seed, "success": bool(r.success), **episode_row(r.arrays),
              **({"table_photo": table_photo(r.info, names)} if names else {})} for r in recs]

@@ -10,6 +10,8 @@ import dataclasses
 from collections.abc import Iterable
 
 from grasp_s2r.control import seeds
+from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
+from grasp_s2r.control.parallax import ParallaxConfig
 from grasp_s2r.runtime.conditions import CONDITIONS, Condition, resolve_condition
 from grasp_s2r.runtime.masks import MaskSource
 from grasp_s2r.runtime.pool import RolloutPool
@@ -57,14 +59,17 @@ def success_counts(records) -> dict:
 
 
 def validate(pool: RolloutPool, policy, masks: MaskSource, conditions: Iterable[str], episodes: int,
-             label: str = "", unseen_photos: str | None = None) -> dict[str, dict]:
+             label: str = "", unseen_photos: str | None = None,
+             parallax: ParallaxConfig | None = SHIPPED_PARALLAX) -> dict[str, dict]:
     """Success of ``policy`` on ``episodes`` validation episodes of each named condition (keys of
     :data:`TRAIN_PHOTO_CONDITIONS`, or :data:`UNSEEN_TABLE` with ``unseen_photos``), printed one line a condition:
-    {name: {successes, episodes, ci_low, ci_high}}."""
+    {name: {successes, episodes, ci_low, ci_high}}. ``parallax``: the filter of far-away detections the shipped
+    system runs (None: the segmenter's masks as they are)."""
     out = {}
     for name in conditions:
         cond = validation_condition(name, unseen_photos)
         requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(episodes)]
-        out[name] = success_counts(pool.run(requests, policy, masks, record=lambda i: False, progress=False))
+        out[name] = success_counts(pool.run(requests, policy, masks, record=lambda i: False, progress=False,
+                                            parallax=parallax))
         print(f"{label:24s} {name:22s} {format_rate(out[name]['successes'], episodes)}", flush=True)
     return out

@@ -1,7 +1,9 @@
 """``GraspAgent``: the trained system behind one call, for a real arm or any control loop outside the simulator.
 
 One step: camera image (any size, any field of view at least the trained one) -> centre crop + resize to the
-trained field of view -> segmenter -> sphere mask -> controller (mask + proprioception) -> action.
+trained field of view -> segmenter -> sphere mask -> parallax filter (drops the detections that stay put in the
+image as the camera moves: far away, not on the table; ``control.parallax``) -> controller (mask +
+proprioception) -> action.
 
 Inputs of :meth:`GraspAgent.act`:
 
@@ -11,8 +13,8 @@ Inputs of :meth:`GraspAgent.act`:
   vertical (and, square, horizontal) field of view. See :func:`fit_to_trained_view` for the crop rule.
 - ``proprio``: float (5,) in SI units, in the order of ``PROPRIO_NAMES``::
 
-      tcp_x_world_m        TCP x in the table frame, metres   (read only by a controller of ``dagger --tcp-xy``)
-      tcp_y_world_m        TCP y in the table frame, metres   (read only by a controller of ``dagger --tcp-xy``)
+      tcp_x_world_m        TCP x in the table frame, metres   (read by the parallax filter, and a controller of ``--tcp-xy``)
+      tcp_y_world_m        TCP y in the table frame, metres   (read by the parallax filter, and a controller of ``--tcp-xy``)
       tcp_z_above_table_m  TCP height above the table top, metres (TCP: between the fingertip pads)
       finger_gap_m         distance between the two finger pads, metres (0.04 fully open)
       gripper_closed       1.0 if the last gripper command was "close", else 0.0
@@ -42,6 +44,8 @@ import cv2
 import numpy as np
 
 from grasp_s2r.control.memory import EpisodeMemory
+from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
+from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
 from grasp_s2r.sim.config import CameraConfig, EnvConfig, SceneConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
@@ -106,7 +110,9 @@ def reads_gripper(policy: Any) -> bool:
 def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], policy: Any, rgb: np.ndarray,
                  proprio: np.ndarray, *, gt_mask: np.ndarray | None = None, blank: np.ndarray | None = None,
                  query: Sequence[int] | None = None, memory: np.ndarray | None = None,
-                 gt_gripper: np.ndarray | None = None) -> LearnerStep:
+                 gt_gripper: np.ndarray | None = None,
+                 mask_filters: Sequence[Callable[[np.ndarray, np.ndarray], np.ndarray] | None] | None = None,
+                 ) -> LearnerStep:
     """The learner's step for N observations: images -> masks -> (blanking) -> controller.
 
     ``masks``: a mask source, ``(rgb (N, H, W, 3) uint8, gt_mask (N, H, W) bool | None) -> bool (N, H, W)``
@@ -117,10 +123,15 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     ``memory`` float32 (N, N_MEMORY): each row's episode memory (``control.memory.EpisodeMemory.features``), for a
     controller with memory. For a controller that reads the gripper fingers' mask, the mask source's ``gripper(rgb,
     gt_gripper)`` gives it (``gt_gripper`` bool (N, H, W): the ground truth, for a ground-truth source); blanking
-    leaves it alone (a missed detection of the sphere).
+    leaves it alone (a missed detection of the sphere). ``mask_filters``: one per row, None or ``(mask (H, W),
+    proprio (5,)) -> mask`` (e.g. ``control.parallax.ParallaxFilter.filter``), applied to the mask source's masks
+    before blanking.
     """
     t0 = time.perf_counter()
     input_masks = np.array(masks(rgb, gt_mask), dtype=bool)  # a copy: blanking never touches the source
+    for i, keep in enumerate(mask_filters or ()):
+        if keep is not None:
+            input_masks[i] = keep(input_masks[i], np.asarray(proprio)[i])
     t1 = time.perf_counter()
     if blank is not None:
         input_masks[np.asarray(blank, dtype=bool)] = False
@@ -241,16 +252,24 @@ class GraspAgent:
     """Consecutive steps whose mask was empty (the sphere not seen): a real loop may stop after too many."""
     memory: EpisodeMemory = field(default_factory=EpisodeMemory)
     """The episode's memory (last sighting, motion since), read by a controller with memory; cleared by reset."""
+    parallax: ParallaxConfig | None = SHIPPED_PARALLAX
+    """The parallax filter of :meth:`act`'s masks (``control.parallax``); None: the segmenter's masks as they are."""
+
+    def __post_init__(self) -> None:
+        self._far = None if self.parallax is None else ParallaxFilter(self.env.scene, self.env.camera, self.parallax)
+        """:meth:`act`'s parallax filter: its spots of this episode."""
 
     @classmethod
     def load(cls, segmenter: str | Path | None = None, controller: str | Path | None = None,
              device: Any = None, camera_vfov_deg: float | None = None,
-             gripper_head: str | Path | None = None) -> GraspAgent:
+             gripper_head: str | Path | None = None,
+             parallax: ParallaxConfig | None = SHIPPED_PARALLAX) -> GraspAgent:
         """Load the networks: ``segmenter`` (default: the shipped one), ``controller`` (default: the shipped one,
         if any: else :class:`AgentError` naming the command that trains one), on ``device`` (default: CUDA when
         present, else the CPU). ``camera_vfov_deg``: vertical FOV of your camera (see :func:`fit_to_trained_view`).
         ``gripper_head``: a gripper head trained on that segmenter (``grasp-s2r train-gripper``), for a controller
-        that reads the fingers' mask; default: the shipped head when it was trained on the segmenter's file."""
+        that reads the fingers' mask; default: the shipped head when it was trained on the segmenter's file.
+        ``parallax``: the filter of far-away detections (None: off)."""
         from grasp_s2r.control.policy import Policy, trained_scene
         from grasp_s2r.vision.networks.gripper import load_segmenter_with_head
         from grasp_s2r.vision.networks.segmenter import CheckpointError, default_checkpoint_path
@@ -273,7 +292,7 @@ class GraspAgent:
             raise AgentError(f"controller {ctrl} reads the gripper fingers' mask, and segmenter {seg_path} has no "
                              "gripper head (none shipped for it): pass gripper_head= (grasp-s2r train-gripper)")
         env = trained_scene(blob)
-        return cls(segmenter=seg, policy=policy, env=env, camera_vfov_deg=camera_vfov_deg)
+        return cls(segmenter=seg, policy=policy, env=env, camera_vfov_deg=camera_vfov_deg, parallax=parallax)
 
     @property
     def camera(self) -> CameraConfig:
@@ -285,10 +304,13 @@ class GraspAgent:
         return self.env.scene
 
     def reset(self) -> None:
-        """Start an episode: clears the step counters and the episode memory (where the sphere was last seen)."""
+        """Start an episode: clears the step counters, the episode memory (where the sphere was last seen) and the
+        parallax filter's spots."""
         self.steps = 0
         self.blind_steps = 0
         self.memory.reset()
+        if self._far is not None:
+            self._far.reset()
 
     def act(self, rgb: np.ndarray, proprio: Sequence[float]) -> AgentStep:
         """One image (H, W, 3) and proprio (5,) (SI units, ``PROPRIO_NAMES`` order) -> :class:`AgentStep`.
@@ -296,17 +318,22 @@ class GraspAgent:
         The action is taken to be executed as returned: it enters the episode memory (call :meth:`reset` at the
         start of every episode)."""
         p = np.asarray(proprio, dtype=np.float32)
-        step = self.act_batch(np.asarray(rgb)[None], p[None], memory=self.memory.features()[None])[0]
+        step = self.act_batch(np.asarray(rgb)[None], p[None], memory=self.memory.features()[None],
+                              mask_filters=None if self._far is None else [self._far.filter])[0]
         self.memory.update(step.mask, p, step.action)
         self.blind_steps = 0 if step.mask.any() else self.blind_steps + 1
         return step
 
     def act_batch(self, rgb: np.ndarray | Sequence[np.ndarray], proprio: np.ndarray,
-                  memory: np.ndarray | None = None) -> AgentBatch:
+                  memory: np.ndarray | None = None,
+                  mask_filters: Sequence[Callable[[np.ndarray, np.ndarray], np.ndarray] | None] | None = None,
+                  ) -> AgentBatch:
         """N images (a sequence, or an array (N, H, W, 3)) and proprio (N, 5) -> :class:`AgentBatch`: one
         segmenter and one controller forward pass (the batched runtime's :func:`learner_step`). ``memory``
         float32 (N, N_MEMORY): each row's ``EpisodeMemory.features()``, needed by a controller with memory (the
-        caller keeps one ``EpisodeMemory`` per stream and updates it with the executed action)."""
+        caller keeps one ``EpisodeMemory`` per stream and updates it with the executed action). ``mask_filters``: one
+        per stream, e.g. the ``filter`` of a ``ParallaxFilter`` per stream (default: none; :meth:`act` uses the
+        agent's own)."""
         t0 = time.perf_counter()
         proprio = np.asarray(proprio, dtype=np.float32)
         if proprio.ndim != 2 or proprio.shape[1] != len(PROPRIO_NAMES):
@@ -320,7 +347,8 @@ class GraspAgent:
         if memory is None and self.policy.cfg.memory:
             raise AgentError("this controller has memory: act_batch needs memory=(N, N_MEMORY) features, one "
                              "EpisodeMemory per stream (or use act, which keeps the agent's own)")
-        out = learner_step(SegmenterMasks(self.segmenter), self.policy, images, proprio, memory=memory)
+        out = learner_step(SegmenterMasks(self.segmenter), self.policy, images, proprio, memory=memory,
+                           mask_filters=mask_filters)
         total = 1e3 * (time.perf_counter() - t0)
         self.steps += len(images)
         actions = out.actions

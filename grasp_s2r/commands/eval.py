@@ -41,6 +41,8 @@ OPTIONS = (
            show=lambda d: d or "none: write nothing"),
     Option("--video", "episodes per condition drawn as PNG strip + GIF, with --out", "media_episodes",
            type=non_negative_int, metavar="N"),
+    Option("--no-parallax", "the controller gets the segmenter's masks as they are (default: detections that stay put "
+           "in the image as the camera moves are dropped, as GraspAgent does)", sets={"parallax": False}),
     *backend_options("env processes"),
     Option("--device", "torch device", "device", type=torch_device, show=lambda d: d or "cuda when present, else cpu"),
     Option("--threads", "torch CPU threads", "torch_threads", type=positive_int),

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from grasp_s2r import __version__
 from grasp_s2r.configs import to_dict
 from grasp_s2r.control import seeds
+from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import write_gif, write_strip
@@ -65,6 +66,9 @@ class PolicyEvalConfig:
     """Torch device ("" = CUDA when present, else CPU)."""
     torch_threads: int = 1
     """Torch CPU threads of the main process."""
+    parallax: bool = True
+    """Drop the detections that stay put in the image as the camera moves (``control.parallax``), as
+    ``GraspAgent`` does; False: the controller gets the segmenter's masks as they are."""
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.conditions if c not in CONDITIONS]
@@ -118,7 +122,7 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
                         for i in range(cfg.episodes)]
             t0 = time.perf_counter()
             recs = pool.run(requests, policy, masks, record=lambda i: out is not None and i < cfg.media_episodes,
-                            progress=progress, desc=f"eval {name}")
+                            progress=progress, desc=f"eval {name}", parallax=SHIPPED_PARALLAX if cfg.parallax else None)
             seconds = time.perf_counter() - t0
             k, n = sum(r.success for r in recs), len(recs)
             lo, hi = wilson_interval(k, n)

@@ -26,6 +26,7 @@ from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest
 from grasp_s2r.sim.config import EnvConfig
 
 if TYPE_CHECKING:
+    from grasp_s2r.control.parallax import ParallaxConfig
     from grasp_s2r.control.policy import Policy
 
 class EpisodeRunner(Protocol):
@@ -39,6 +40,7 @@ class EpisodeRunner(Protocol):
         self, requests: Sequence[EpisodeRequest], policy: Policy | None, masks: MaskSource, *,
         record: Callable[[int], bool] = ..., on_episode: Callable[[EpisodeRecord], None] | None = None,
         progress: bool = True, desc: str = "rollout", max_blind_steps: int | None = None,
+        parallax: ParallaxConfig | None = None,
     ) -> list[EpisodeRecord]: ...
 
 

@@ -20,6 +20,7 @@ with the next :meth:`run`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import math
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from tqdm import tqdm
 
+from grasp_s2r.control.parallax import ParallaxConfig
 from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
 from grasp_s2r.runtime.backend_config import RAY_INSTALL_HINT, BackendUnavailable
 from grasp_s2r.runtime.masks import GroundTruthMasks, MaskSource
@@ -95,12 +97,13 @@ class _NodeRunner:
 
     def run_shard(self, indexed: list[tuple[int, EpisodeRequest]], record: list[bool], policy_key: str,
                   policy_blob: bytes | None, masks_key: str, masks_blob: bytes | None,
-                  max_blind_steps: int | None) -> list[EpisodeRecord]:
+                  max_blind_steps: int | None, parallax: dict | None = None) -> list[EpisodeRecord]:
         """Run a shard; the checkpoint bytes arrive as top-level arguments (Ray resolves those object refs)."""
         pol = self._load("policy", f"policy-{policy_key}", policy_blob) if policy_blob is not None else None
         msk = self._load("masks", f"masks-{masks_key}", masks_blob) if masks_blob is not None else GroundTruthMasks()
         recs = self.pool.run([r for _, r in indexed], pol, msk, record=lambda i: record[i], progress=False,
-                             max_blind_steps=max_blind_steps)
+                             max_blind_steps=max_blind_steps,
+                             parallax=None if parallax is None else ParallaxConfig(**parallax))
         for (index, _), rec in zip(indexed, recs, strict=True):
             rec.info["request_index"] = index
         return recs
@@ -192,6 +195,7 @@ class RayRunner:
         record: Callable[[int], bool] = lambda i: True,
         on_episode: Callable[[EpisodeRecord], None] | None = None,
         progress: bool = True, desc: str = "rollout", max_blind_steps: int | None = None,
+        parallax: ParallaxConfig | None = None,
     ) -> list[EpisodeRecord]:
         """Same contract as :meth:`RolloutPool.run`."""
         if policy is None and any(r.actor.queries_learner for r in requests):
@@ -210,7 +214,8 @@ class RayRunner:
                 while shards and idle:
                     actor, shard = idle.pop(), shards.popleft()
                     ref = actor.run_shard.remote([(i, requests[i]) for i in shard], [record(i) for i in shard],
-                                                 *models, max_blind_steps)
+                                                 *models, max_blind_steps,
+                                                 None if parallax is None else dataclasses.asdict(parallax))
                     inflight[ref] = (actor, shard)
                 ready, _ = ray.wait(list(inflight), num_returns=1)
                 actor, shard = inflight.pop(ready[0])

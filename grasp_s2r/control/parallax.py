@@ -1,0 +1,109 @@
+"""Parallax: a detection that stays put in the image while the camera moves is not on the table; drop it.
+
+The arm translates the wrist camera without turning it (the gripper always points straight down), so a point of
+the table plane moves across the image by an amount the TCP's motion predicts (``control.wrist_geometry``), while
+anything far away, a wall or a scene behind the table, stays on the same pixel. The segmenter's false detections
+on a photographed backdrop are of that second kind: the controller follows such a lure, it never comes nearer, and
+the episode is spent hovering under it. :class:`ParallaxFilter` tracks the mask's blobs from step to step: where the
+table point under a blob would have moved at least ``min_shift_px`` and the blob stayed within ``match_px`` of
+where it was (and nothing appeared where the table point went), the spot gets a vote for "far away"; where the blob
+went where the table point went, a vote for "on the table". A spot with ``votes`` more far-away votes than table
+votes is taken out of every later mask of the episode (image coordinates: it stays put).
+
+Votes are cast only while the gripper is open: a held sphere moves with the camera too. Numpy and OpenCV only;
+the same class runs in the batched rollouts (``runtime.pool``) and in ``GraspAgent``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from grasp_s2r.control.wrist_geometry import WristView
+from grasp_s2r.sim.config import CameraConfig, SceneConfig
+from grasp_s2r.sim.env import PROPRIO_NAMES
+
+_TCP = [PROPRIO_NAMES.index(n) for n in ("tcp_x_world_m", "tcp_y_world_m", "tcp_z_above_table_m")]
+_GAP, _CLOSED = PROPRIO_NAMES.index("finger_gap_m"), PROPRIO_NAMES.index("gripper_closed")
+
+
+@dataclass(frozen=True)
+class ParallaxConfig:
+    """When a spot of the mask counts as far away (pixels of the camera's image)."""
+
+    min_shift_px: float = 3.0
+    """A step votes only where the table point under the blob would have moved at least this far."""
+    match_px: float = 1.5
+    """A blob within this distance of a position is there."""
+    votes: int = 3
+    """Far-away votes, beyond the table votes, that take a spot out of the mask."""
+
+    def __post_init__(self) -> None:
+        if self.min_shift_px < 2 * self.match_px:
+            raise ValueError(f"min_shift_px ({self.min_shift_px}) must be at least twice match_px ({self.match_px}): "
+                             "else a blob that moved as the table does also counts as staying put")
+        if self.votes < 1:
+            raise ValueError(f"votes must be >= 1, got {self.votes}")
+
+
+SHIPPED = ParallaxConfig()
+"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run (chosen on validation episodes: ``benchmarks/agent_guards.py``)."""
+
+
+class ParallaxFilter:
+    """One episode's spots; ``filter(mask, proprio)`` at every step returns the mask without the far-away ones."""
+
+    def __init__(self, scene: SceneConfig, camera: CameraConfig, config: ParallaxConfig | None = None):
+        self.scene, self.camera = scene, camera
+        self.config = config or ParallaxConfig()
+        self.reset()
+
+    def reset(self) -> None:
+        """A new episode: no spot seen."""
+        self.spots = np.zeros((0, 2))
+        """Image (column, row) of each spot that has had a vote."""
+        self.score = np.zeros(0, dtype=int)
+        """Far-away votes minus table votes of each spot."""
+        self._previous: tuple[np.ndarray, np.ndarray] | None = None
+        """The last step's blob centroids (K, 2) and their table points (K, 2)."""
+
+    @property
+    def far_spots(self) -> np.ndarray:
+        """Image (column, row) of the spots taken out of the mask (K, 2)."""
+        return self.spots[self.score >= self.config.votes]
+
+    def _vote(self, spot: np.ndarray, far: bool) -> None:
+        near = np.hypot(*(self.spots - spot).T) <= self.config.match_px if len(self.spots) else np.zeros(0, bool)
+        if near.any():
+            self.score[np.argmax(near)] += 1 if far else -1
+        else:
+            self.spots = np.vstack([self.spots, spot])
+            self.score = np.append(self.score, 1 if far else -1)
+
+    def filter(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
+        """This step's mask bool (H, W) without the blobs on far-away spots; updates the spots."""
+        mask = np.asarray(mask, dtype=bool)
+        p = np.asarray(proprio, dtype=float)
+        gripper_open = p[_CLOSED] < 0.5 and p[_GAP] >= 0.9 * 2 * self.scene.finger_open_m
+        view = WristView.at(p[_TCP], self.camera)
+        n, labels, _, centroids = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+        now = np.asarray(centroids[1:n], dtype=float).reshape(-1, 2)
+        c = self.config
+        if gripper_open and self._previous is not None and len(self._previous[0]) and len(now):
+            for before, table_xy in zip(*self._previous):
+                went = view.table_pixel(table_xy)
+                if not np.isfinite(went).all() or np.hypot(*(went - before)) < c.min_shift_px:
+                    continue
+                stayed = bool((np.hypot(*(now - before).T) <= c.match_px).any())
+                followed = bool((np.hypot(*(now - went).T) <= c.match_px).any())
+                if stayed != followed:
+                    self._vote(before, far=stayed)
+        points, on_table = view.table_xy(now)
+        self._previous = (now[on_table], points[on_table]) if gripper_open else None
+        far = self.far_spots
+        if not len(far) or not len(now):
+            return mask
+        drop = [k + 1 for k, centre in enumerate(now) if (np.hypot(*(far - centre).T) <= c.match_px).any()]
+        return mask & ~np.isin(labels, drop) if drop else mask

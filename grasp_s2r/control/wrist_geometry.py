@@ -1,0 +1,82 @@
+"""Where the wrist camera looks, from the TCP's position alone: camera pixels <-> points of the table plane.
+
+The gripper points straight down at every step (the env holds its orientation), so the camera's pose follows from
+the TCP position: the palm link sits ``PALM_ABOVE_TCP_M`` above the TCP, and the camera is mounted on it as
+``CameraConfig`` says, without the few millimetres and degrees of per-episode jitter the simulator adds. A robot
+knows its TCP by kinematics, so whatever reads this (``control.search``, ``control.parallax``) runs on a real arm
+as in the simulator. Numpy only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grasp_s2r.sim.config import CameraConfig
+
+PALM_ABOVE_TCP_M = 0.055
+"""The palm link's origin above the TCP (the gripper points straight down): measured in the simulator."""
+_R_WORLD_PALM = np.diag([1.0, -1.0, -1.0])
+"""Palm frame in the table frame with the gripper pointing down (palm +x = table +x, palm +z = table -z)."""
+
+
+@dataclass(frozen=True)
+class WristView:
+    """The wrist camera's pose in the table frame (table top at z = 0), metres; ``forward``, ``right``, ``up``: unit
+    axes of the image (image top = palm +x)."""
+
+    camera: CameraConfig
+    eye: np.ndarray
+    forward: np.ndarray
+    right: np.ndarray
+    up: np.ndarray
+
+    @classmethod
+    def at(cls, tcp_above_table_m: np.ndarray, camera: CameraConfig) -> WristView:
+        """The view from a TCP at table-frame x, y and height above the table top ``tcp_above_table_m`` (3,)."""
+        palm = np.asarray(tcp_above_table_m, dtype=float) + np.array([0.0, 0.0, PALM_ABOVE_TCP_M])
+        eye = palm + _R_WORLD_PALM @ np.asarray(camera.mount_offset_palm_m, dtype=float)
+        target = palm + _R_WORLD_PALM @ np.asarray(camera.look_at_palm_m, dtype=float)
+        forward = (target - eye) / np.linalg.norm(target - eye)
+        right = np.cross(forward, _R_WORLD_PALM @ np.array([1.0, 0.0, 0.0]))
+        right /= np.linalg.norm(right)
+        return cls(camera, eye, forward, right, np.cross(right, forward))
+
+    @property
+    def _tan_half(self) -> tuple[float, float]:
+        """tan of half the horizontal and vertical field of view."""
+        t = float(np.tan(np.radians(self.camera.fov_deg) / 2))
+        return t * self.camera.width_px / self.camera.height_px, t
+
+    def table_xy(self, pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where the rays of image points (..., 2) (column, row; pixel centres at integers) meet the table plane:
+        float (..., 2) table (x, y) in metres, and bool (...) whether they meet it in front of the camera."""
+        px = np.asarray(pixels, dtype=float)
+        tx, ty = self._tan_half
+        h, w = self.camera.height_px, self.camera.width_px
+        xs = (2 * (px[..., 0] + 0.5) / w - 1) * tx
+        ys = (1 - 2 * (px[..., 1] + 0.5) / h) * ty
+        rays = self.forward + xs[..., None] * self.right + ys[..., None] * self.up
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reach = -self.eye[2] / rays[..., 2]
+        ahead = np.isfinite(reach) & (reach > 0)
+        return self.eye[:2] + np.where(ahead, reach, 0.0)[..., None] * rays[..., :2], ahead
+
+    def pixel_table_xy(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`table_xy` of every pixel: float (H, W, 2), bool (H, W)."""
+        cols, rows = np.meshgrid(np.arange(self.camera.width_px), np.arange(self.camera.height_px))
+        return self.table_xy(np.stack([cols, rows], -1))
+
+    def table_pixel(self, table_xy_m: np.ndarray) -> np.ndarray:
+        """Image (column, row) in pixels (float, pixel centres at integers) of table points (..., 2); NaN behind
+        the camera."""
+        p = np.concatenate([np.asarray(table_xy_m, dtype=float), np.zeros(np.shape(table_xy_m)[:-1] + (1,))], -1)
+        d = p - self.eye
+        depth = d @ self.forward
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = np.where(depth > 0, (d @ self.right) / depth, np.nan)
+            y = np.where(depth > 0, (d @ self.up) / depth, np.nan)
+        tx, ty = self._tan_half
+        h, w = self.camera.height_px, self.camera.width_px
+        return np.stack([(x / tx + 1) * w / 2 - 0.5, (1 - y / ty) * h / 2 - 0.5], -1)
