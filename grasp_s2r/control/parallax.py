@@ -49,7 +49,7 @@ class ParallaxConfig:
 
 
 SHIPPED = ParallaxConfig()
-"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run (chosen on validation episodes: ``benchmarks/agent_guards.py``)."""
+"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run (chosen on validation episodes: ``benchmarks/parallax_filter.py``)."""
 
 
 class ParallaxFilter:

@@ -186,15 +186,11 @@ class Expert:
         if sphere_in_view is None:
             return self._act_privileged(pv)
         if sphere_in_view:
-            self.saw_at(pv.sphere_pos_world_m)
+            self.last_seen_world_m = np.array(pv.sphere_pos_world_m, dtype=float)
+            self.returned = False
+            self.waypoint = 0
             return self._act_privileged(pv)
-        return self.act_out_of_view(pv.tcp_pos_world_m, pv.finger_gap_m, pv.gripper_closed, pv.sphere_rest_z_m)
-
-    def saw_at(self, sphere_pos_world_m: np.ndarray) -> None:
-        """The sphere is in view at ``sphere_pos_world_m`` (3,): remember it; a later search starts from there."""
-        self.last_seen_world_m = np.array(sphere_pos_world_m, dtype=float)
-        self.returned = False
-        self.waypoint = 0
+        return self._act_out_of_view(pv)
 
     def _act_privileged(self, pv: Privileged) -> tuple[np.ndarray, Phase]:
         c, s = self.config, self.scene
@@ -223,21 +219,18 @@ class Expert:
         action[3] = 1.0 if close else -1.0
         return action
 
-    def act_out_of_view(self, tcp_pos_world_m: np.ndarray, finger_gap_m: float, gripper_closed: bool,
-                        sphere_rest_z_m: float) -> tuple[np.ndarray, Phase]:
-        """The sphere is not in view: act on the TCP, the gripper, the scene's constants and the memory alone (what a
-        robot without the sphere's position knows; ``control.search.ScriptedSearch`` runs it on a real agent's
-        inputs)."""
+    def _act_out_of_view(self, pv: Privileged) -> tuple[np.ndarray, Phase]:
+        """The sphere is not in view: read only the TCP, the gripper, the scene's constants and the memory."""
         c, s = self.config, self.scene
-        tcp, gap = np.asarray(tcp_pos_world_m, dtype=float), finger_gap_m
+        tcp, gap = pv.tcp_pos_world_m, pv.finger_gap_m
         d = s.sphere_diameter_m
-        if gripper_closed:
+        if pv.gripper_closed:
             if gap < 0.5 * d:  # closed on nothing: open and back off
                 return self._action(tcp, tcp + [0.0, 0.0, 0.5 * s.max_action_step_m], False), Phase.RESET
             if gap > 1.5 * d:  # still closing: hold still
                 return self._action(tcp, tcp, True), Phase.CLOSE
             # the fingers stopped about a sphere apart: holding it (hidden by the fingers)
-            return self._action(tcp, np.array([tcp[0], tcp[1], sphere_rest_z_m + c.lift_height_m]), True), Phase.LIFT
+            return self._action(tcp, np.array([tcp[0], tcp[1], pv.sphere_rest_z_m + c.lift_height_m]), True), Phase.LIFT
         if gap < 0.9 * 2 * s.finger_open_m:  # still opening: back off upwards
             return self._action(tcp, tcp + [0.0, 0.0, 0.5 * s.max_action_step_m], False), Phase.RESET
         if self.last_seen_world_m is not None and not self.returned:

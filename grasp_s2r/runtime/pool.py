@@ -26,7 +26,6 @@ from tqdm import tqdm
 from grasp_s2r.agent import learner_step, reads_gripper, reads_memory
 from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
-from grasp_s2r.control.search import ScriptedSearch, ScriptedSearchConfig
 from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
 from grasp_s2r.interrupts import children_ignore_interrupts
 from grasp_s2r.runtime.masks import MaskSource
@@ -59,8 +58,7 @@ def dropout_steps(request: EpisodeRequest) -> frozenset[int]:
 class _Active:
     """Book-keeping of the episode running on one worker."""
 
-    def __init__(self, request: EpisodeRequest, index: int, record: bool, search: ScriptedSearch | None = None,
-                 parallax: ParallaxFilter | None = None):
+    def __init__(self, request: EpisodeRequest, index: int, record: bool, parallax: ParallaxFilter | None = None):
         self.request, self.index, self.record = request, index, record
         self.actor = request.actor.episode(request.seed)
         """Who acts at each step of this episode."""
@@ -74,8 +72,6 @@ class _Active:
         self.memory = EpisodeMemory()
         """The controller's memory of this episode (read only by a controller with memory)."""
         self.params: dict[str, Any] = {}
-        self.search = search
-        """The scripted search beside the controller (``control.search``), or None."""
         self.parallax = parallax
         """The filter of far-away detections (``control.parallax``), or None."""
 
@@ -149,7 +145,7 @@ class RolloutPool:
         record: Callable[[int], bool] = lambda i: True,
         on_episode: Callable[[EpisodeRecord], None] | None = None,
         progress: bool = True, desc: str = "rollout", max_blind_steps: int | None = None,
-        scripted_search: ScriptedSearchConfig | None = None, parallax: ParallaxConfig | None = None,
+        parallax: ParallaxConfig | None = None,
     ) -> list[EpisodeRecord]:
         """Play ``requests`` (in order of start) and return their records in request order.
 
@@ -158,8 +154,6 @@ class RolloutPool:
         so that a long run holds only the episodes in flight.
         ``max_blind_steps``: end an episode (as a failure, ``info["stopped_blind"]``) once the
         controller's input mask has been empty for more than this many consecutive steps.
-        ``scripted_search``: where the controller's input mask has been empty for a few steps, a scripted search acts
-        instead of the learner (:class:`~grasp_s2r.control.search.ScriptedSearch`, one per episode).
         ``parallax``: the controller's input masks lose the detections that stay put as the camera moves
         (:class:`~grasp_s2r.control.parallax.ParallaxFilter`, one per episode).
         """
@@ -175,10 +169,8 @@ class RolloutPool:
 
         def start(worker: int) -> None:
             index, req = queue.popleft()
-            search = None if scripted_search is None else ScriptedSearch(
-                self.env_config.scene, self.env_config.camera, scripted_search)
             far = None if parallax is None else ParallaxFilter(self.env_config.scene, self.env_config.camera, parallax)
-            active[worker] = _Active(req, index, record(index), search, far)
+            active[worker] = _Active(req, index, record(index), far)
             self.conns[worker].send(("reset", req.seed, req.condition.to_dict()))
 
         for w in range(min(len(self.conns), len(queue))):
@@ -214,11 +206,6 @@ class RolloutPool:
                 if "action_unseen" in o and not saw:  # observable expert: the label of a state without the sphere
                     o["action"], o["phase"] = o["action_unseen"], o["phase_unseen"]
                 lrn = learner[j] if ep.request.actor.queries_learner else None
-                if ep.search is not None:
-                    searched = ep.search.action(o["proprio"]) if lrn is not None else None
-                    if searched is not None:
-                        lrn = learner[j] = searched
-                    ep.search.update(input_masks[j], o["proprio"])
                 executed, from_expert = ep.actor.choose(o["action"], lrn)
                 if with_memory:
                     ep.memory.update(input_masks[j], o["proprio"], executed)
