@@ -244,3 +244,17 @@ def test_time_remedies_table(d: Path) -> str:
                      + f"\n\n{f['views']} views a set; AdaBN's statistics from {f['bn_views']} views of {stats}. "
                      + provenance(name, res))
     return "\n\n".join(parts)
+
+
+def parallax_filter_table(d: Path) -> str:
+    """``parallax_filter``: the shipped system with and without the parallax filter (and other vote counts), on the
+    same validation episodes."""
+    res = load("parallax_filter", d)
+    if res is None:
+        return not_measured("parallax_filter")
+    f = res["figures"]
+    rows = [(r["name"], *(rate_ci(v) for v in r["conditions"].values())) for r in f["rows"]]
+    return (md_table(("the shipped segmenter and controller", *(f"`{c}`" for c in f["conditions"])), rows)
+            + f"\n\nSuccess in % (95 % CI), {f['episodes']} validation episodes a condition (`{f['photos']}` as the "
+            f"table of `{UNSEEN}` and behind the sphere in `backgrounds-unseen`, the training photos elsewhere). "
+            + provenance("parallax_filter", res))

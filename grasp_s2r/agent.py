@@ -92,7 +92,7 @@ class LearnerStep:
     actions: np.ndarray
     """float64 (N, 4): the controller's actions; NaN in rows that were not queried."""
     mask_ms: float
-    """Wall time of the mask source (segmenter forward pass), milliseconds."""
+    """Wall time of the mask source (segmenter forward pass) and the mask filters, milliseconds."""
     control_ms: float
     """Wall time of the controller forward pass, milliseconds (0 when no row was queried)."""
 
