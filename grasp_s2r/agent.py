@@ -113,7 +113,7 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
                  gt_gripper: np.ndarray | None = None,
                  mask_filters: Sequence[Callable[[np.ndarray, np.ndarray], np.ndarray] | None] | None = None,
                  ) -> LearnerStep:
-    """The learner's step for N observations: images -> masks -> (blanking) -> controller.
+    """The learner's step for N observations: images -> masks -> (filters, blanking) -> controller.
 
     ``masks``: a mask source, ``(rgb (N, H, W, 3) uint8, gt_mask (N, H, W) bool | None) -> bool (N, H, W)``
     (:class:`SegmenterMasks`, or ``rollout.GroundTruthMasks``, which needs ``gt_mask``). ``policy``: anything with

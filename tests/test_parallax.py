@@ -149,3 +149,32 @@ def test_eval_runs_the_filter_unless_told_not_to():
     assert PolicyEvalConfig(policy="p.pt").parallax
     args = build_parser().parse_args(["eval", "--policy", "p.pt", "--no-parallax"])
     assert not cli_eval.config_from_options(PolicyEvalConfig, args, cli_eval.OPTIONS, policy="p.pt").parallax
+
+
+def test_grasp_agent_drops_a_painted_spot_that_stays_put():
+    """The shipped agent on real frames of a moving arm, with a magenta dot painted on the same pixels of each: the
+    segmenter keeps finding the dot, the agent's mask loses it; without the filter it keeps it. ``reset`` forgets."""
+    import cv2
+    import torch
+
+    from grasp_s2r.agent import GraspAgent
+
+    torch.set_num_threads(1)
+    agent = GraspAgent.load(device="cpu")
+    plain = GraspAgent(segmenter=agent.segmenter, policy=agent.policy, env=agent.env, parallax=None)
+    frames = []
+    with GraspEnv(agent.env) as env:
+        obs = env.reset(3)
+        for _ in range(8):  # the arm moves 2.2 cm a step, the camera level
+            rgb = obs.frame.rgb.copy()
+            cv2.circle(rgb, (52, 9), 2, (230, 30, 200), -1)
+            frames.append((rgb, obs.proprio.copy()))
+            obs = env.step(np.array([-1.0, 0.5, 0.0, -1.0]))
+    dot = (slice(6, 13), slice(49, 56))
+    assert all(agent.segmenter.predict(rgb[None])[0][dot].sum() >= 3 for rgb, _ in frames[3:])
+    for agent_ in (agent, plain):
+        agent_.reset()
+        seen = [agent_.act(rgb, p).mask[dot].any() for rgb, p in frames]
+        assert all(seen[3:]) if agent_ is plain else not any(seen[-2:]), seen
+    agent.reset()
+    assert agent.act(*frames[-1]).mask[dot].any()
