@@ -201,8 +201,8 @@ def _readme_rows(d: Path) -> list[tuple[str, str, str]]:
                  value if res else not_measured("bench_scaling"), "bench_scaling"))
     if res := load("real_robot_loop", d):
         f = res["figures"]
-        value = (f"{f['total_median_ms']:.1f} ms median, {f['total_p90_ms']:.1f} ms p90 (segmenter and "
-                 f"mask filters {f['segment_median_ms']:.1f}, controller {f['control_median_ms']:.1f})")
+        value = (f"{f['total_median_ms']:.1f} ms median, {f['total_p90_ms']:.1f} ms p90 (segmenter "
+                 f"{f['segment_median_ms']:.1f}, filter {f.get('filter_median_ms', 0.0):.1f}, controller {f['control_median_ms']:.1f})")
         label = (f"`GraspAgent.act` latency, batch 1, one CPU thread, {f['input_width_px']}×{f['input_height_px']} "
                  "input")
     rows.append((label if res else "`GraspAgent.act` latency, batch 1, one CPU thread",
@@ -344,8 +344,9 @@ def deploy_latency_table(d: Path) -> str:
         return "`agent.act` latency: " + not_measured("real_robot_loop") + "."
     f = res["figures"]
     return (f"`agent.act` total {f['total_median_ms']:.2f} ms median, {f['total_p90_ms']:.2f} ms p90; crop + resize "
-            f"{f['preprocess_median_ms']:.2f} ms, segmenter and mask filters {f['segment_median_ms']:.2f} ms, "
-            f"controller {f['control_median_ms']:.2f} ms (medians of {f['calls']} calls). "
+            f"{f['preprocess_median_ms']:.2f} ms, segmenter {f['segment_median_ms']:.2f} ms, "
+            + (f"parallax filter {f['filter_median_ms']:.2f} ms, " if "filter_median_ms" in f else "")
+            + f"controller {f['control_median_ms']:.2f} ms (medians of {f['calls']} calls). "
             + provenance("real_robot_loop", res))
 
 

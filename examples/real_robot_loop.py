@@ -85,13 +85,13 @@ def bench(agent: GraspAgent, camera: FakeCameraFromFrames, proprio: np.ndarray, 
     """Latency of ``agent.act`` at batch 1: ``calls`` calls after 10 warm-up calls, per stage; the figures in ms."""
     frames = [camera.frames[i % len(camera.frames)] for i in range(calls + 10)]
     rows = [agent.act(f, proprio).timings_ms for f in frames][10:]
-    parts = ", ".join(f"{k} {np.median([r[k] for r in rows]):.2f}" for k in ("preprocess", "segment", "control"))
+    parts = ", ".join(f"{k} {np.median([r[k] for r in rows]):.2f}" for k in ("preprocess", "segment", "filter", "control"))
     total = np.array([r["total"] for r in rows])
     print(f"latency per call (batch 1, {calls} calls, {frames[0].shape[1]}x{frames[0].shape[0]} px input): median "
           f"{np.median(total):.2f} ms, p90 {np.percentile(total, 90):.2f} ms ({parts} ms medians)")
     return {"calls": calls, "input_width_px": frames[0].shape[1], "input_height_px": frames[0].shape[0],
             "total_median_ms": float(np.median(total)), "total_p90_ms": float(np.percentile(total, 90)),
-            **{f"{k}_median_ms": float(np.median([r[k] for r in rows])) for k in ("preprocess", "segment", "control")}}
+            **{f"{k}_median_ms": float(np.median([r[k] for r in rows])) for k in ("preprocess", "segment", "filter", "control")}}
 
 
 def main() -> int:

@@ -92,7 +92,9 @@ class LearnerStep:
     actions: np.ndarray
     """float64 (N, 4): the controller's actions; NaN in rows that were not queried."""
     mask_ms: float
-    """Wall time of the mask source (segmenter forward pass) and the mask filters, milliseconds."""
+    """Wall time of the mask source (segmenter forward pass), milliseconds."""
+    filter_ms: float
+    """Wall time of the mask filters (``mask_filters``), milliseconds (0 without)."""
     control_ms: float
     """Wall time of the controller forward pass, milliseconds (0 when no row was queried)."""
 
@@ -129,6 +131,7 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     """
     t0 = time.perf_counter()
     input_masks = np.array(masks(rgb, gt_mask), dtype=bool)  # a copy: blanking never touches the source
+    t_masks = time.perf_counter()
     for i, keep in enumerate(mask_filters or ()):
         if keep is not None:
             input_masks[i] = keep(input_masks[i], np.asarray(proprio)[i])
@@ -147,7 +150,7 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
                                                               else np.asarray(gt_gripper)[rows]), dtype=bool)
         actions[rows] = policy.act(input_masks[rows], np.asarray(proprio)[rows], **extra)
     t2 = time.perf_counter()
-    return LearnerStep(masks=input_masks, actions=actions, mask_ms=1e3 * (t1 - t0),
+    return LearnerStep(masks=input_masks, actions=actions, mask_ms=1e3 * (t_masks - t0), filter_ms=1e3 * (t1 - t_masks),
                        control_ms=1e3 * (t2 - t1) if rows else 0.0)
 
 
@@ -206,7 +209,7 @@ class AgentStep:
     image: np.ndarray
     """uint8 (h, w, 3): the camera image after :func:`fit_to_trained_view` (what the segmenter saw)."""
     timings_ms: dict[str, float]
-    """Wall time of ``preprocess``, ``segment``, ``control`` and ``total`` (milliseconds)."""
+    """Wall time of ``preprocess``, ``segment``, ``filter`` (the parallax filter), ``control`` and ``total`` (ms)."""
 
 
 @dataclass(frozen=True)
@@ -355,6 +358,7 @@ class GraspAgent:
         return AgentBatch(
             actions=actions, delta_m=actions[:, :3] * self.scene.max_action_step_m, close_gripper=actions[:, 3] > 0,
             masks=out.masks, images=images,
-            timings_ms={"preprocess": 1e3 * (t1 - t0), "segment": out.mask_ms, "control": out.control_ms,
+            timings_ms={"preprocess": 1e3 * (t1 - t0), "segment": out.mask_ms, "filter": out.filter_ms,
+                        "control": out.control_ms,
                         "total": total},
         )

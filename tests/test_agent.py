@@ -122,7 +122,7 @@ def test_act_is_the_shared_learner_step(controller):
     np.testing.assert_array_equal(step.action, expected)
     np.testing.assert_allclose(step.delta_m, expected[:3] * agent.scene.max_action_step_m)
     assert step.close_gripper == (expected[3] > 0) and step.mask.shape == (64, 64) and step.mask.dtype == bool
-    assert set(step.timings_ms) == {"preprocess", "segment", "control", "total"} and agent.steps == 1
+    assert set(step.timings_ms) == {"preprocess", "segment", "filter", "control", "total"} and agent.steps == 1
     batch = agent.act_batch(rgb, proprio)
     for i in range(3):
         np.testing.assert_allclose(batch[i].action, agent.act(rgb[i], proprio[i]).action, atol=1e-6)
