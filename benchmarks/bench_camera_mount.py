@@ -8,8 +8,9 @@ the camera being mounted where it was in training (``control_env_config``: 1 mm 
 jitters the camera's mount by up to +-L mm per axis and its look direction by up to +-L/2 deg per axis, drawn
 per episode (the ``camera-miscalibration`` condition is level 4, the scene's own range), composited onto the
 training photos, on the test episodes of ``grasp-s2r eval`` (seeds ``TEST_BASE + i``: reporting, nothing is
-chosen on them), through the shipped system's parallax filter (``--no-parallax``: without). ``--policy``: another controller (default: the shipped one); one that reads the gripper fingers'
-mask (``dagger --gripper-input``) gets it from the mask source. Writes
+chosen on them), through the shipped system's parallax filter (``--no-parallax``: without). ``--policy``: another
+controller (default: the shipped one); one that reads the gripper fingers' mask (``dagger --gripper-input``) gets it
+from the mask source. Writes
 (``--save``) ``benchmarks/results/bench_camera_mount[-<policy run>][-gt].json``.
 """
 
