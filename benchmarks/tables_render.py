@@ -202,7 +202,9 @@ def _readme_rows(d: Path) -> list[tuple[str, str, str]]:
     if res := load("real_robot_loop", d):
         f = res["figures"]
         value = (f"{f['total_median_ms']:.1f} ms median, {f['total_p90_ms']:.1f} ms p90 (segmenter "
-                 f"{f['segment_median_ms']:.1f}, filter {f.get('filter_median_ms', 0.0):.1f}, controller {f['control_median_ms']:.1f})")
+                 f"{f['segment_median_ms']:.1f}, "
+                 + (f"filter {f['filter_median_ms']:.1f}, " if "filter_median_ms" in f else "")
+                 + f"controller {f['control_median_ms']:.1f})")
         label = (f"`GraspAgent.act` latency, batch 1, one CPU thread, {f['input_width_px']}×{f['input_height_px']} "
                  "input")
     rows.append((label if res else "`GraspAgent.act` latency, batch 1, one CPU thread",

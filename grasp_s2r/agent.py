@@ -132,9 +132,10 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     t0 = time.perf_counter()
     input_masks = np.array(masks(rgb, gt_mask), dtype=bool)  # a copy: blanking never touches the source
     t_masks = time.perf_counter()
+    proprio = np.asarray(proprio)
     for i, keep in enumerate(mask_filters or ()):
         if keep is not None:
-            input_masks[i] = keep(input_masks[i], np.asarray(proprio)[i])
+            input_masks[i] = keep(input_masks[i], proprio[i])
     t1 = time.perf_counter()
     if blank is not None:
         input_masks[np.asarray(blank, dtype=bool)] = False
@@ -148,10 +149,10 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
         if reads_gripper(policy):
             extra["gripper_masks"] = np.asarray(masks.gripper(rgb[rows], None if gt_gripper is None
                                                               else np.asarray(gt_gripper)[rows]), dtype=bool)
-        actions[rows] = policy.act(input_masks[rows], np.asarray(proprio)[rows], **extra)
+        actions[rows] = policy.act(input_masks[rows], proprio[rows], **extra)
     t2 = time.perf_counter()
-    return LearnerStep(masks=input_masks, actions=actions, mask_ms=1e3 * (t_masks - t0), filter_ms=1e3 * (t1 - t_masks),
-                       control_ms=1e3 * (t2 - t1) if rows else 0.0)
+    return LearnerStep(masks=input_masks, actions=actions, mask_ms=1e3 * (t_masks - t0),
+                       filter_ms=1e3 * (t1 - t_masks), control_ms=1e3 * (t2 - t1) if rows else 0.0)
 
 
 # --- camera images of any size -> the trained view -----------------------------------------------------------

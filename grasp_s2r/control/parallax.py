@@ -85,13 +85,16 @@ class ParallaxFilter:
     def filter(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
         """This step's mask bool (H, W) without the blobs on far-away spots; updates the spots."""
         mask = np.asarray(mask, dtype=bool)
+        if not mask.any():  # nothing to vote on now, nor next step
+            self._previous = None
+            return mask
         p = np.asarray(proprio, dtype=float)
         gripper_open = p[_CLOSED] < 0.5 and p[_GAP] >= 0.9 * 2 * self.scene.finger_open_m
         view = WristView.at(p[_TCP], self.camera)
         n, labels, _, centroids = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
         now = np.asarray(centroids[1:n], dtype=float).reshape(-1, 2)
         c = self.config
-        if gripper_open and self._previous is not None and len(self._previous[0]) and len(now):
+        if gripper_open and self._previous is not None:
             for before, table_xy in zip(*self._previous):
                 went = view.table_pixel(table_xy)
                 if not np.isfinite(went).all() or np.hypot(*(went - before)) < c.min_shift_px:
@@ -103,7 +106,7 @@ class ParallaxFilter:
         points, on_table = view.table_xy(now)
         self._previous = (now[on_table], points[on_table]) if gripper_open else None
         far = self.far_spots
-        if not len(far) or not len(now):
+        if not len(far):
             return mask
         drop = [k + 1 for k, centre in enumerate(now) if (np.hypot(*(far - centre).T) <= c.match_px).any()]
         return mask & ~np.isin(labels, drop) if drop else mask

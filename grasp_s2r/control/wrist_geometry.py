@@ -3,8 +3,7 @@
 The gripper points straight down at every step (the env holds its orientation), so the camera's pose follows from
 the TCP position: the palm link sits ``PALM_ABOVE_TCP_M`` above the TCP, and the camera is mounted on it as
 ``CameraConfig`` says, without the few millimetres and degrees of per-episode jitter the simulator adds. A robot
-knows its TCP by kinematics, so whatever reads this (``control.search``, ``control.parallax``) runs on a real arm
-as in the simulator. Numpy only.
+knows its TCP by kinematics, so what reads this (``control.parallax``) runs on a real arm as in the simulator. Numpy only.
 """
 
 from __future__ import annotations
