@@ -89,7 +89,7 @@ class ParallaxFilter:
             self._previous = None
             return mask
         p = np.asarray(proprio, dtype=float)
-        gripper_open = p[_CLOSED] < 0.5 and p[_GAP] >= 0.9 * 2 * self.scene.finger_open_m
+        gripper_open = p[_CLOSED] < 0.5 and p[_GAP] >= self.scene.fingers_open_gap_m
         view = WristView.at(p[_TCP], self.camera)
         n, labels, _, centroids = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
         now = np.asarray(centroids[1:n], dtype=float).reshape(-1, 2)

@@ -167,9 +167,9 @@ class Expert:
         if pv.gripper_closed and pv.held:
             return Phase.LIFT
         in_zone = err_xy < c.close_xy_tol_m and abs(above_grasp) < c.close_z_tol_m
-        if in_zone and (pv.gripper_closed or pv.finger_gap_m > 0.9 * 2 * self.scene.finger_open_m):
+        if in_zone and (pv.gripper_closed or pv.finger_gap_m > self.scene.fingers_open_gap_m):
             return Phase.CLOSE
-        if pv.gripper_closed or pv.finger_gap_m < 0.9 * 2 * self.scene.finger_open_m:
+        if pv.gripper_closed or pv.finger_gap_m < self.scene.fingers_open_gap_m:
             # closed on nothing, or the sphere slipped away while closing: open and back off
             return Phase.RESET
         if err_xy < c.descend_cone_base_m + c.descend_cone_slope * max(above_grasp, 0.0):
@@ -231,7 +231,7 @@ class Expert:
                 return self._action(tcp, tcp, True), Phase.CLOSE
             # the fingers stopped about a sphere apart: holding it (hidden by the fingers)
             return self._action(tcp, np.array([tcp[0], tcp[1], pv.sphere_rest_z_m + c.lift_height_m]), True), Phase.LIFT
-        if gap < 0.9 * 2 * s.finger_open_m:  # still opening: back off upwards
+        if gap < s.fingers_open_gap_m:  # still opening: back off upwards
             return self._action(tcp, tcp + [0.0, 0.0, 0.5 * s.max_action_step_m], False), Phase.RESET
         if self.last_seen_world_m is not None and not self.returned:
             seen = self.last_seen_world_m

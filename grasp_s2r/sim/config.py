@@ -127,6 +127,11 @@ class SceneConfig:
         return self.sphere_diameter_m / 2.0
 
     @property
+    def fingers_open_gap_m(self) -> float:
+        """Finger gap (m) from which the fingers count as fully open: 90 % of the gap they open to."""
+        return 0.9 * 2 * self.finger_open_m
+
+    @property
     def substeps(self) -> int:
         return max(1, round(self.physics_hz / self.control_hz))
 
