@@ -16,11 +16,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from pathlib import Path
 
 import torch
 from results_io import add_json_argument, write_results
-from validation import VALIDATION_BASE, success_counts, validation_condition
+from validation import (
+    VALIDATION_BASE,
+    add_episode_arguments,
+    check_episode_arguments,
+    success_counts,
+    validation_condition,
+)
 
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control.parallax import SHIPPED
@@ -36,18 +41,12 @@ CONDITIONS = "table-photo-unseen,backgrounds-unseen,start-out-of-view,nominal,dr
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--photos", required=True, type=Path, help="a folder of validation photos (the unseen conditions)")
     p.add_argument("--votes", default=str(SHIPPED.votes), help="comma-separated vote counts, one row each "
                                                                f"(default: the shipped filter's, {SHIPPED.votes})")
-    p.add_argument("--episodes", type=int, default=300, help="validation episodes a condition (default 300)")
-    p.add_argument("--conditions", default=CONDITIONS, help=f"validation conditions (default {CONDITIONS})")
-    p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
+    add_episode_arguments(p, CONDITIONS)
     add_json_argument(p, "parallax_filter")
     args = p.parse_args()
-    if not args.photos.is_dir():
-        sys.exit(f"parallax_filter: --photos {args.photos} is not a folder")
-    if args.episodes < 1:
-        sys.exit("parallax_filter: --episodes must be >= 1")
+    check_episode_arguments(args, "parallax_filter")
     try:
         filters = [None] + [dataclasses.replace(SHIPPED, votes=int(v)) for v in args.votes.split(",")]
         conditions = [validation_condition(c, str(args.photos)) for c in args.conditions.split(",")]

@@ -6,8 +6,11 @@ photos and the test seeds (``grasp-s2r eval``, ``bench_eval.py``, ``bench_pipeli
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 from grasp_s2r.control import seeds
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
@@ -73,3 +76,20 @@ def validate(pool: RolloutPool, policy, masks: MaskSource, conditions: Iterable[
                                             parallax=parallax))
         print(f"{label:24s} {name:22s} {format_rate(out[name]['successes'], episodes)}", flush=True)
     return out
+
+
+def add_episode_arguments(p: argparse.ArgumentParser, conditions: str) -> None:
+    """``--photos DIR`` (required), ``--episodes``, ``--conditions`` (default ``conditions``) and ``--workers``: the
+    options of a benchmark that compares systems on validation episodes; :func:`check_episode_arguments` checks them."""
+    p.add_argument("--photos", required=True, type=Path, help="a folder of validation photos (the unseen conditions)")
+    p.add_argument("--episodes", type=int, default=300, help="validation episodes a condition (default 300)")
+    p.add_argument("--conditions", default=conditions, help=f"validation conditions (default {conditions})")
+    p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
+
+
+def check_episode_arguments(args: argparse.Namespace, prog: str) -> None:
+    """Exit with a one-line message where :func:`add_episode_arguments`' options cannot run."""
+    if not args.photos.is_dir():
+        sys.exit(f"{prog}: --photos {args.photos} is not a folder")
+    if args.episodes < 1:
+        sys.exit(f"{prog}: --episodes must be >= 1")

@@ -1,0 +1,125 @@
+"""The controller's input masks made other ways at test time, end to end on validation episodes (no training).
+
+    python benchmarks/mask_variants.py --photos DIR [--ensemble CKPT,...] [--flip] [--keep-largest]
+        [--episodes 300] [--conditions C,...] [--workers 2] [--save]
+
+The shipped controller and parallax filter act in every row; the first row is the shipped system. Each further row
+changes one thing about the masks:
+
+- ``--ensemble CKPT,...``: one row per checkpoint, the shipped segmenter's sphere probabilities averaged with that
+  segmenter's (do two networks' errors cancel? a lure must then fool both);
+- ``--flip``: the shipped segmenter's probabilities on each image and on its mirror image, averaged (test-time
+  augmentation);
+- ``--keep-largest``: only the mask's largest blob reaches the filter and the controller (the controller reads the
+  mask's moments, whose centroid lies between a sphere and a lure: does committing to one blob help?).
+
+``DIR``: a folder of validation photos for the unseen conditions (never the held-out ones). Writes
+``runs/benchmarks/mask_variants.json`` (``--save``: ``benchmarks/results/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+from results_io import add_json_argument, display_path, write_results
+from torch import nn
+from validation import add_episode_arguments, check_episode_arguments, validate
+
+from grasp_s2r.agent import default_controller_path
+from grasp_s2r.control.policy import Policy
+from grasp_s2r.runtime.masks import make_mask_source
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.sim.config import control_env_config
+from grasp_s2r.vision.networks.segmenter import Segmenter
+
+CONDITIONS = "table-photo-unseen,backgrounds-unseen"
+
+
+class MeanProbability(nn.Module):
+    """Logits of the mean sphere probability of ``models`` (and of their mirror images with ``flip``); the gripper
+    head keeps reading the first model's features."""
+
+    def __init__(self, models: list[nn.Module], flip: bool):
+        super().__init__()
+        self.models, self.flip = nn.ModuleList(models), flip
+        self.features = models[0].features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        probs = []
+        for m in self.models:
+            probs.append(torch.sigmoid(m(x)))
+            if self.flip:
+                probs.append(torch.flip(torch.sigmoid(m(torch.flip(x, dims=[3]))), dims=[3]))
+        p = torch.stack(probs).mean(0).clamp(1e-6, 1 - 1e-6)
+        return torch.log(p / (1 - p))
+
+
+class LargestBlob:
+    """A mask source that keeps only the largest 8-connected blob of ``source``'s masks."""
+
+    def __init__(self, source):
+        self.source, self.kind = source, source.kind
+
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None) -> np.ndarray:
+        masks = self.source(rgb, gt_mask)
+        for mask in masks:
+            n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+            if n > 2:
+                mask &= labels == 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+        return masks
+
+    def gripper(self, rgb: np.ndarray, gt_gripper: np.ndarray | None = None) -> np.ndarray:
+        return self.source.gripper(rgb, gt_gripper)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ensemble", default="", help="comma-separated segmenter checkpoints, one row each, averaged "
+                                                  "with the shipped segmenter")
+    p.add_argument("--flip", action="store_true", help="a row with each image and its mirror averaged")
+    p.add_argument("--keep-largest", action="store_true", help="a row keeping only the mask's largest blob")
+    add_episode_arguments(p, CONDITIONS)
+    add_json_argument(p, "mask_variants")
+    args = p.parse_args()
+    check_episode_arguments(args, "mask_variants")
+    ensemble = [Path(c) for c in args.ensemble.split(",") if c]
+    for c in ensemble:
+        if not c.is_file():
+            sys.exit(f"mask_variants: no checkpoint at {c}")
+    torch.set_num_threads(1)
+    policy = Policy.load(default_controller_path(), "cpu")[0]
+    shipped = make_mask_source("predicted", None, "cpu")
+    net = shipped.segmenter.model
+    variants: list[tuple[str, dict, object]] = [("shipped", {}, shipped)]
+    for c in ensemble:
+        masks = make_mask_source("predicted", None, "cpu")
+        masks.segmenter.model = MeanProbability([net, Segmenter.load(c, "cpu").model], flip=False).eval()
+        variants.append((f"mean with {display_path(str(c))}", {"ensemble": display_path(str(c))}, masks))
+    if args.flip:
+        masks = make_mask_source("predicted", None, "cpu")
+        masks.segmenter.model = MeanProbability([net], flip=True).eval()
+        variants.append(("mirror averaged", {"flip": True}, masks))
+    if args.keep_largest:
+        variants.append(("largest blob", {"keep_largest": True}, LargestBlob(shipped)))
+    conditions = args.conditions.split(",")
+    rows = []
+    with RolloutPool(control_env_config(), args.workers) as pool:
+        for name, variant, masks in variants:
+            try:
+                figures = validate(pool, policy, masks, conditions, args.episodes, label=name,
+                                   unseen_photos=str(args.photos))
+            except (KeyError, ValueError) as e:
+                sys.exit(f"mask_variants: {e}")
+            rows.append({"name": name, **variant, "conditions": figures})
+    write_results(args.json, "mask_variants", {"photos": args.photos.name, "episodes": args.episodes,
+                                               "conditions": conditions, "rows": rows}, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
