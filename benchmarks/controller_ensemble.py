@@ -23,7 +23,7 @@ from results_io import add_json_argument, display_path, write_results
 from validation import add_episode_arguments, check_episode_arguments, validate
 
 from grasp_s2r.agent import default_controller_path
-from grasp_s2r.control.policy import Policy
+from grasp_s2r.control.policy import Policy, actions_from_outputs
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.sim.config import control_env_config
@@ -42,18 +42,10 @@ class MeanPolicy:
         self.members = members
         self.cfg = members[0].cfg
 
-    @torch.no_grad()
     def act(self, masks: np.ndarray, proprio: np.ndarray, memory: np.ndarray | None = None,
             gripper_masks: np.ndarray | None = None) -> np.ndarray:
-        xyz, logits = [], []
-        for m in self.members:
-            m.net.eval()
-            mask, p, mem = m.tensors(masks, proprio, memory, gripper_masks)
-            a, logit = m.net(mask.float(), p, mem)
-            xyz.append(a)
-            logits.append(logit)
-        grip = torch.where(torch.stack(logits).mean(0) > 0, 1.0, -1.0)
-        return torch.cat([torch.stack(xyz).mean(0), grip[:, None]], dim=1).double().cpu().numpy()
+        xyz, logits = zip(*(m.outputs(masks, proprio, memory, gripper_masks) for m in self.members))
+        return actions_from_outputs(torch.stack(xyz).mean(0), torch.stack(logits).mean(0))
 
 
 def main() -> int:

@@ -165,6 +165,13 @@ class ControllerNet(nn.Module):
         return torch.tanh(out[:, :3]), out[:, 3]
 
 
+def actions_from_outputs(xyz: torch.Tensor, grip_logit: torch.Tensor) -> np.ndarray:
+    """float64 (N, 4) actions from a controller's outputs: the displacement as it is, the gripper command +1 (close)
+    where the logit is positive, else -1 (open)."""
+    grip = torch.where(grip_logit > 0, 1.0, -1.0)
+    return torch.cat([xyz, grip[:, None]], dim=1).double().cpu().numpy()
+
+
 def read_policy_blob(path: Path) -> dict[str, Any]:
     """The dict of a controller checkpoint, read with ``weights_only=True`` (tensors and plain data only: a pickle
     that would run code is refused); anything unreadable -> ValueError naming the file, in one line."""
@@ -214,11 +221,15 @@ class Policy:
         ``gripper_masks``: bool (N, H, W), the fingers' mask (needed, and only read, with cfg.gripper)."""
         if len(masks) == 0:
             return np.zeros((0, ACTION_DIM))
+        return actions_from_outputs(*self.outputs(masks, proprio, memory, gripper_masks))
+
+    @torch.no_grad()
+    def outputs(self, masks: np.ndarray, proprio: np.ndarray, memory: np.ndarray | None = None,
+                gripper_masks: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The network's outputs for :meth:`act`'s inputs: TCP displacement (N, 3) in [-1, 1], gripper logit (N,)."""
         self.net.eval()
         m, p, mem = self.tensors(masks, proprio, memory, gripper_masks)
-        xyz, logit = self.net(m.float(), p, mem)
-        grip = torch.where(logit > 0, 1.0, -1.0)
-        return torch.cat([xyz, grip[:, None]], dim=1).double().cpu().numpy()
+        return self.net(m.float(), p, mem)
 
     # --- checkpoints ------------------------------------------------------------------------
     def save(self, path: Path, extra: dict[str, Any] | None = None) -> None:
