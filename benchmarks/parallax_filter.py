@@ -1,13 +1,15 @@
 """The parallax filter of far-away detections beside the shipped controller, on validation episodes: with and
-without it, and with other vote counts.
+without it, with other vote counts, and with other settings of its hovered spots.
 
-    python benchmarks/parallax_filter.py --photos DIR [--votes 3,2] [--episodes 300] [--conditions C,...]
-        [--workers 2] [--save]
+    python benchmarks/parallax_filter.py --photos DIR [--votes 0,3,2] [--hover 10/0.03,16/0.04] [--episodes 300]
+        [--conditions C,...] [--workers 2] [--save]
 
-The shipped segmenter and controller act in every row. The first row gives the controller the segmenter's masks as
-they are; each further row drops the detections that stay put in the image while the camera moves
-(:class:`~grasp_s2r.control.parallax.ParallaxFilter`), with that many votes (``--votes``; the shipped filter's
-first). ``DIR``: a folder of validation photos for the unseen conditions (never the held-out ones). Writes
+The shipped segmenter and controller act in every row. A ``--votes`` row of 0 gives the controller the segmenter's
+masks as they are (no filter); each other one drops the detections that stay put in the image while the camera
+moves (:class:`~grasp_s2r.control.parallax.ParallaxFilter`), with that many votes, the rest of the filter as
+shipped; each ``--hover STEPS/HEIGHT_M`` row is the shipped filter with its
+hovered spots after STEPS steps of the open gripper below HEIGHT_M (``control.hovered``; 0 steps: none).
+``DIR``: a folder of validation photos for the unseen conditions (never the held-out ones). Writes
 ``runs/benchmarks/parallax_filter.json`` (``--save``: ``benchmarks/results/``).
 """
 
@@ -28,7 +30,7 @@ from validation import (
 )
 
 from grasp_s2r.agent import default_controller_path
-from grasp_s2r.control.parallax import SHIPPED
+from grasp_s2r.control.parallax import SHIPPED, ParallaxConfig
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
@@ -39,16 +41,38 @@ from grasp_s2r.stats import format_rate
 CONDITIONS = "table-photo-unseen,backgrounds-unseen,start-out-of-view,nominal,dropout,perturbation"
 
 
+def _hovering(text: str) -> ParallaxConfig:
+    """The shipped filter with the hovered spots of ``--hover``'s ``STEPS/HEIGHT_M``."""
+    steps, sep, height = text.partition("/")
+    if not sep:
+        raise ValueError(f"--hover takes STEPS/HEIGHT_M, e.g. 10/0.03; got {text!r}")
+    return dataclasses.replace(SHIPPED, hover_steps=int(steps), hover_height_m=float(height))
+
+
+def describe(parallax: ParallaxConfig | None) -> str:
+    """A row's name: what the filter does."""
+    if parallax is None:
+        return "no filter"
+    hovered = (f", hovered spots after {parallax.hover_steps} steps below {100 * parallax.hover_height_m:g} cm"
+               if parallax.hover_steps else "")
+    return f"parallax, {parallax.votes} votes{hovered}"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--votes", default=str(SHIPPED.votes), help="comma-separated vote counts, one row each "
-                                                               f"(default: the shipped filter's, {SHIPPED.votes})")
+    p.add_argument("--votes", default=f"0,{SHIPPED.votes}", help="comma-separated vote counts, one row each; 0: no "
+                                                                  f"filter (default: 0,{SHIPPED.votes}, the shipped)")
+    p.add_argument("--hover", default="", help="comma-separated STEPS/HEIGHT_M, one row each: the shipped filter "
+                                               "with hovered spots after STEPS low steps below HEIGHT_M (default: none)")
     add_episode_arguments(p, CONDITIONS)
     add_json_argument(p, "parallax_filter")
     args = p.parse_args()
     check_episode_arguments(args, "parallax_filter")
     try:
-        filters = [None] + [dataclasses.replace(SHIPPED, votes=int(v)) for v in args.votes.split(",")]
+        filters = ([None if int(v) == 0 else dataclasses.replace(SHIPPED, votes=int(v)) for v in args.votes.split(",")
+                    if v] + [_hovering(h) for h in args.hover.split(",") if h])
+        if not filters:
+            raise ValueError("no rows: give --votes or --hover")
         conditions = [validation_condition(c, str(args.photos)) for c in args.conditions.split(",")]
     except (ValueError, KeyError) as e:
         sys.exit(f"parallax_filter: {e}")
@@ -58,7 +82,7 @@ def main() -> int:
     rows = []
     with RolloutPool(control_env_config(), args.workers) as pool:
         for parallax in filters:
-            name = "no filter" if parallax is None else f"parallax, {parallax.votes} votes"
+            name = describe(parallax)
             row = {"name": name, "parallax": None if parallax is None else dataclasses.asdict(parallax),
                    "conditions": {}}
             for c in conditions:
@@ -66,7 +90,7 @@ def main() -> int:
                 recs = pool.run(reqs, policy, masks, record=lambda i: False, progress=True, desc=f"{name} {c.name}",
                                 parallax=parallax)
                 v = row["conditions"][c.name] = success_counts(recs)
-                print(f"{name:18s} {c.name:22s} {format_rate(v['successes'], v['episodes'])}", flush=True)
+                print(f"{name:60s} {c.name:22s} {format_rate(v['successes'], v['episodes'])}", flush=True)
             rows.append(row)
     write_results(args.json, "parallax_filter", {"photos": args.photos.name, "episodes": args.episodes,
                                                  "conditions": [c.name for c in conditions], "rows": rows}, args)

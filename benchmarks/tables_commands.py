@@ -55,7 +55,7 @@ COMMANDS = {
     "search_recipe": "python benchmarks/search_recipe.py --photos CORPUS/mate-backgrounds --controllers CONTROLLERS "
                      "--save",
     "test_time_remedies": "python benchmarks/test_time_remedies.py --photos CORPUS/mate-backgrounds --save",
-    "parallax_filter": "python benchmarks/parallax_filter.py --photos VAL-PHOTOS --votes 3,2 --save",
+    "parallax_filter": "python benchmarks/parallax_filter.py --photos VAL-PHOTOS --votes 0,3,2 --save",
     "compare_gripper_input-gt": "python benchmarks/compare_gripper_input.py --masks gt --save",
     **{f"bench_expert_search-{s}": f"python benchmarks/bench_expert_search.py --scenario {s} --episodes {n} --save"
        for s, n in (("nominal", 1000), ("teleport", 500), ("start-out-of-view", 500))},

@@ -247,14 +247,17 @@ def test_time_remedies_table(d: Path) -> str:
 
 
 def parallax_filter_table(d: Path) -> str:
-    """``parallax_filter``: the shipped system with and without the parallax filter (and other vote counts), on the
-    same validation episodes."""
-    res = load("parallax_filter", d)
-    if res is None:
+    """``parallax_filter`` (and its numbered runs): the shipped system with and without the parallax filter (other
+    vote counts, other hovered spots), on the same validation episodes."""
+    loaded = [(name, res) for name in numbered_runs(d, "parallax_filter") if (res := load(name, d)) is not None]
+    if not loaded:
         return not_measured("parallax_filter")
-    f = res["figures"]
-    rows = [(r["name"], *(rate_ci(v) for v in r["conditions"].values())) for r in f["rows"]]
-    return (md_table(("the shipped segmenter and controller", *(f"`{c}`" for c in f["conditions"])), rows)
-            + f"\n\nSuccess in % (95 % CI), {f['episodes']} validation episodes a condition (`{f['photos']}` as the "
-            f"table of `{UNSEEN}` and behind the sphere in `backgrounds-unseen`, the training photos elsewhere). "
-            + provenance("parallax_filter", res))
+    parts = []
+    for name, res in loaded:
+        f = res["figures"]
+        rows = [(r["name"], *(rate_ci(v) for v in r["conditions"].values())) for r in f["rows"]]
+        parts.append(md_table(("the shipped segmenter and controller", *(f"`{c}`" for c in f["conditions"])), rows)
+                     + f"\n\nSuccess in % (95 % CI), {f['episodes']} validation episodes a condition (`{f['photos']}` "
+                     f"as the table of `{UNSEEN}` and behind the sphere in `backgrounds-unseen`, the training photos "
+                     "elsewhere). " + provenance(name, res))
+    return "\n\n".join(parts)

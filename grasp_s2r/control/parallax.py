@@ -10,8 +10,10 @@ where it was (and nothing appeared where the table point went), the spot gets a 
 went where the table point went, a vote for "on the table". A spot with ``votes`` more far-away votes than table
 votes is taken out of every later mask of the episode (image coordinates: it stays put).
 
-Votes are cast only while the gripper is open: a held sphere moves with the camera too. Numpy and OpenCV only;
-the same class runs in the batched rollouts (``runtime.pool``) and in ``GraspAgent``.
+Votes are cast only while the gripper is open: a held sphere moves with the camera too. With ``hover_steps`` set
+(off in the shipped filter) it also drops the lures that lie on the table once the gripper has hovered over them
+(:mod:`grasp_s2r.control.hovered`). Numpy and OpenCV only; the same class runs in the batched rollouts
+(``runtime.pool``) and in ``GraspAgent``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from grasp_s2r.control.hovered import HoveredSpots
 from grasp_s2r.control.wrist_geometry import WristView
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES
@@ -39,6 +42,13 @@ class ParallaxConfig:
     """A blob within this distance of a position is there."""
     votes: int = 3
     """Far-away votes, beyond the table votes, that take a spot out of the mask."""
+    hover_steps: int = 0
+    """Hovered spots (``control.hovered``): after this many steps of the open gripper below ``hover_height_m``
+    within ``hover_radius_m`` of one table point, detections there leave the mask; 0: off."""
+    hover_height_m: float = 0.03
+    """TCP height above the table (m) below which a step counts as hovering."""
+    hover_radius_m: float = 0.02
+    """Table distance (m): a stay's extent, and how near a hovered spot a blob's centroid is dropped."""
 
     def __post_init__(self) -> None:
         if self.min_shift_px < 2 * self.match_px:
@@ -46,10 +56,13 @@ class ParallaxConfig:
                              "else a blob that moved as the table does also counts as staying put")
         if self.votes < 1:
             raise ValueError(f"votes must be >= 1, got {self.votes}")
+        if self.hover_steps < 0:
+            raise ValueError(f"hover_steps must be >= 0 (0: off), got {self.hover_steps}")
 
 
 SHIPPED = ParallaxConfig()
-"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run (chosen on validation episodes: ``benchmarks/parallax_filter.py``)."""
+"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run: 3 votes, no hovered spots (chosen on validation episodes:
+``benchmarks/parallax_filter.py``; hovered spots cost a condition there, docs/control.md)."""
 
 
 class ParallaxFilter:
@@ -57,7 +70,9 @@ class ParallaxFilter:
 
     def __init__(self, scene: SceneConfig, camera: CameraConfig, config: ParallaxConfig | None = None):
         self.scene, self.camera = scene, camera
-        self.config = config or ParallaxConfig()
+        self.config = c = config or ParallaxConfig()
+        self.hovered = HoveredSpots(camera, c.hover_height_m, c.hover_radius_m, c.hover_steps) if c.hover_steps else None
+        """The spots the open gripper hovered low over (``control.hovered``), or None where they are off."""
         self.reset()
 
     def reset(self) -> None:
@@ -68,6 +83,8 @@ class ParallaxFilter:
         """Far-away votes minus table votes of each spot."""
         self._previous: tuple[np.ndarray, np.ndarray] | None = None
         """The last step's blob centroids (K, 2) and their table points (K, 2)."""
+        if self.hovered is not None:
+            self.hovered.reset()
 
     @property
     def far_spots(self) -> np.ndarray:
@@ -83,7 +100,12 @@ class ParallaxFilter:
             self.score = np.append(self.score, 1 if far else -1)
 
     def filter(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
-        """This step's mask bool (H, W) without the blobs on far-away spots; updates the spots."""
+        """This step's mask bool (H, W) without the blobs on far-away spots (and on hovered spots where
+        ``hover_steps`` is set); updates the spots."""
+        mask = self._without_far(mask, proprio)
+        return mask if self.hovered is None else self.hovered.filter(mask, proprio)
+
+    def _without_far(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
         mask = np.asarray(mask, dtype=bool)
         if not mask.any():  # nothing to vote on now, nor next step
             self._previous = None
