@@ -62,8 +62,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--votes", default=f"0,{SHIPPED.votes}", help="comma-separated vote counts, one row each; 0: no "
                                                                   f"filter (default: 0,{SHIPPED.votes}, the shipped)")
-    p.add_argument("--hover", default="", help="comma-separated STEPS/HEIGHT_M, one row each: the shipped filter "
-                                               "with hovered spots after STEPS low steps below HEIGHT_M (default: none)")
+    p.add_argument("--hover", default="", help="comma-separated STEPS/HEIGHT_M, one row each: the shipped filter with "
+                                               "hovered spots after STEPS low steps below HEIGHT_M (default: none)")
     add_episode_arguments(p, CONDITIONS)
     add_json_argument(p, "parallax_filter")
     args = p.parse_args()

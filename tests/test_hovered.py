@@ -50,11 +50,17 @@ def test_a_spot_hovered_over_leaves_the_mask_and_the_rest_stays():
     assert not _blob_at(mask, high, LURE) and _blob_at(mask, high, ELSEWHERE)
 
 
-def test_no_count_while_high_or_closed_and_a_new_stay_starts_over():
+def test_no_count_while_high_and_a_close_or_a_new_stay_starts_over():
     spots = HoveredSpots(CAMERA, height_m=0.03, radius_m=0.02, steps=3)
     _hover(spots, (*LURE, 0.05), 10)  # above the height
     _hover(spots, (*LURE, 0.01), 10, closed=True)  # the gripper closed (on a sphere, or on nothing)
+    _hover(spots, (*LURE, 0.02), 2)
+    _hover(spots, (*LURE, 0.01), 1, closed=True)  # closed again (a sphere that slipped): the stay ends
+    _hover(spots, (*LURE, 0.02), 2)
     assert not len(spots.spots)
+    _hover(spots, (*LURE, 0.02), 1)  # the third open step since the close
+    np.testing.assert_allclose(spots.spots, [LURE])
+    spots.reset()
     _hover(spots, (*LURE, 0.02), 2)
     _hover(spots, (*ELSEWHERE, 0.02), 2)  # 2 steps here, 2 there: neither stay is long enough
     assert not len(spots.spots)

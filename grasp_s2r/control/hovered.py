@@ -5,15 +5,17 @@ on an apple): they move across the image as the table does, so the parallax rule
 them, and the controller goes down to them. A sphere is grasped within a few steps of the fingers reaching it; over
 a lure the controller bobs a few centimetres above it with the fingers open, or closes on nothing, until the
 episode runs out. :class:`HoveredSpots` counts the steps the TCP spends below ``height_m`` with the gripper open
-near one table point (within ``radius_m`` of where that stay began); after ``steps`` of them the point is a hovered
-spot, and every later blob of the mask whose centroid lies on the table within ``radius_m`` of a hovered spot is
-taken out of the mask (table coordinates: the spot moves across the image as the camera moves). With the lure gone
+near one table point (within ``radius_m`` of where that stay began) since the gripper last closed; after ``steps``
+of them the point is a hovered spot, and every later blob of the mask whose centroid lies on the table within
+``radius_m`` of a hovered spot is taken out of the mask (table coordinates: the spot moves across the image as the
+camera moves). With the lure gone
 the controller sees what else the mask shows, or nothing, and searches as it does for a lost sphere.
 
 Everything it reads is what a robot has: the TCP's position above the table (kinematics), whether the gripper is
 closed, and the mask. Numpy and OpenCV only. Off in the shipped filter (``ParallaxConfig.hover_steps`` = 0): on
-validation episodes it gave up as many real spheres that slip from the fingers and are closed on again
-(``dynamics-shift``) as lures it freed the controller from (docs/control.md, *Hovered spots*).
+validation episodes it grasps 2 more of 300 as the table and 1 fewer behind the sphere (docs/control.md, *Hovered
+spots*). A close ends a stay: a sphere squeezed out of the fingers is closed on again and again before it is held,
+and counting across those closes gave it up (``dynamics-shift``).
 """
 
 from __future__ import annotations
@@ -46,10 +48,13 @@ class HoveredSpots:
         self._anchor: np.ndarray | None = None
         """Table (x, y) where the current low stay began."""
         self._count = 0
-        """Low, open-gripper steps within ``radius_m`` of the anchor."""
+        """Low, open-gripper steps within ``radius_m`` of the anchor since the gripper last closed."""
 
     def _count_step(self, tcp: np.ndarray, gripper_closed: bool) -> None:
-        if tcp[2] >= self.height_m or gripper_closed:
+        if gripper_closed:  # a close ends the stay: a sphere that slips is closed on again and again
+            self._anchor, self._count = None, 0
+            return
+        if tcp[2] >= self.height_m:
             return
         if self._anchor is None or np.hypot(*(tcp[:2] - self._anchor)) > self.radius_m:
             self._anchor, self._count = tcp[:2].copy(), 0

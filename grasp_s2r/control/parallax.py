@@ -71,7 +71,8 @@ class ParallaxFilter:
     def __init__(self, scene: SceneConfig, camera: CameraConfig, config: ParallaxConfig | None = None):
         self.scene, self.camera = scene, camera
         self.config = c = config or ParallaxConfig()
-        self.hovered = HoveredSpots(camera, c.hover_height_m, c.hover_radius_m, c.hover_steps) if c.hover_steps else None
+        self.hovered = (HoveredSpots(camera, c.hover_height_m, c.hover_radius_m, c.hover_steps) if c.hover_steps
+                        else None)
         """The spots the open gripper hovered low over (``control.hovered``), or None where they are off."""
         self.reset()
 
