@@ -44,8 +44,9 @@ class ParallaxConfig:
     """Far-away votes, beyond the table votes, that take a spot out of the mask."""
     hover_steps: int = 0
     """Hovered spots (``control.hovered``): after this many steps of the open gripper below ``hover_height_m``
-    within ``hover_radius_m`` of one table point, detections there leave the mask; 0: off."""
-    hover_height_m: float = 0.03
+    within ``hover_radius_m`` of one table point since it last closed, detections there leave the mask; 0: off
+    (measured with 16: docs/control.md, *Hovered spots*)."""
+    hover_height_m: float = 0.04
     """TCP height above the table (m) below which a step counts as hovering."""
     hover_radius_m: float = 0.02
     """Table distance (m): a stay's extent, and how near a hovered spot a blob's centroid is dropped."""
