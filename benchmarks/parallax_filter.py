@@ -8,8 +8,9 @@ The shipped segmenter and controller act in every row. A ``--votes`` row of 0 gi
 masks as they are (no filter); each other one drops the detections that stay put in the image while the camera
 moves (:class:`~grasp_s2r.control.parallax.ParallaxFilter`), with that many votes, the rest of the filter as
 shipped; each ``--hover STEPS/HEIGHT_M`` row is the shipped filter with hovered spots after STEPS steps of the open
-gripper below HEIGHT_M (``control.hovered``; 0 steps: none). ``DIR``: a folder of validation photos for the unseen conditions (never the held-out ones). Writes
-``runs/benchmarks/parallax_filter.json`` (``--save``: ``benchmarks/results/``).
+gripper below HEIGHT_M (``control.hovered``; 0 steps: none). ``DIR``: a folder of validation photos for the unseen
+conditions (never the held-out ones). Writes ``runs/benchmarks/parallax_filter.json`` (``--save``:
+``benchmarks/results/``).
 """
 
 from __future__ import annotations

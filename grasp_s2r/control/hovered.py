@@ -8,8 +8,8 @@ episode runs out. :class:`HoveredSpots` counts the steps the TCP spends below ``
 near one table point (within ``radius_m`` of where that stay began) since the gripper last closed; after ``steps``
 of them the point is a hovered spot, and every later blob of the mask whose centroid lies on the table within
 ``radius_m`` of a hovered spot is taken out of the mask (table coordinates: the spot moves across the image as the
-camera moves). With the lure gone
-the controller sees what else the mask shows, or nothing, and searches as it does for a lost sphere.
+camera moves). With the lure gone the controller sees what else the mask shows, or nothing, and searches as it does
+for a lost sphere.
 
 Everything it reads is what a robot has: the TCP's position above the table (kinematics), whether the gripper is
 closed, and the mask. Numpy and OpenCV only. Off in the shipped filter (``ParallaxConfig.hover_steps`` = 0): on
@@ -23,11 +23,10 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from grasp_s2r.control.wrist_geometry import WristView
+from grasp_s2r.control.wrist_geometry import TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES
 
-_TCP = [PROPRIO_NAMES.index(n) for n in ("tcp_x_world_m", "tcp_y_world_m", "tcp_z_above_table_m")]
 _CLOSED = PROPRIO_NAMES.index("gripper_closed")
 
 
@@ -66,7 +65,7 @@ class HoveredSpots:
     def filter(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
         """This step's mask bool (H, W) without the blobs on hovered spots; counts this step first."""
         p = np.asarray(proprio, dtype=float)
-        tcp = p[_TCP]
+        tcp = p[TCP_INDEX]
         self._count_step(tcp, p[_CLOSED] >= 0.5)
         mask = np.asarray(mask, dtype=bool)
         if not len(self.spots) or not mask.any():

@@ -24,11 +24,10 @@ import cv2
 import numpy as np
 
 from grasp_s2r.control.hovered import HoveredSpots
-from grasp_s2r.control.wrist_geometry import WristView
+from grasp_s2r.control.wrist_geometry import TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES
 
-_TCP = [PROPRIO_NAMES.index(n) for n in ("tcp_x_world_m", "tcp_y_world_m", "tcp_z_above_table_m")]
 _GAP, _CLOSED = PROPRIO_NAMES.index("finger_gap_m"), PROPRIO_NAMES.index("gripper_closed")
 
 
@@ -114,7 +113,7 @@ class ParallaxFilter:
             return mask
         p = np.asarray(proprio, dtype=float)
         gripper_open = p[_CLOSED] < 0.5 and p[_GAP] >= self.scene.fingers_open_gap_m
-        view = WristView.at(p[_TCP], self.camera)
+        view = WristView.at(p[TCP_INDEX], self.camera)
         n, labels, _, centroids = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
         now = np.asarray(centroids[1:n], dtype=float).reshape(-1, 2)
         c = self.config

@@ -3,7 +3,8 @@
 The gripper points straight down at every step (the env holds its orientation), so the camera's pose follows from
 the TCP position: the palm link sits ``PALM_ABOVE_TCP_M`` above the TCP, and the camera is mounted on it as
 ``CameraConfig`` says, without the few millimetres and degrees of per-episode jitter the simulator adds. A robot
-knows its TCP by kinematics, so what reads this (``control.parallax``) runs on a real arm as in the simulator. Numpy only.
+knows its TCP by kinematics, so what reads this (``control.parallax``, ``control.hovered``) runs on a real arm as in
+the simulator. Numpy only.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from grasp_s2r.sim.config import CameraConfig
+from grasp_s2r.sim.env import PROPRIO_NAMES
 
+TCP_INDEX = [PROPRIO_NAMES.index(n) for n in ("tcp_x_world_m", "tcp_y_world_m", "tcp_z_above_table_m")]
+"""Where the TCP's table-frame x, y and height above the table sit in the proprioception vector: what
+:meth:`WristView.at` takes."""
 PALM_ABOVE_TCP_M = 0.055
 """The palm link's origin above the TCP (the gripper points straight down): measured in the simulator."""
 _R_WORLD_PALM = np.diag([1.0, -1.0, -1.0])
