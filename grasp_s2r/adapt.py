@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,8 @@ RESUMABLE_FIELDS = ("out", "workers", "rounds", "photos")
 """AdaptConfig fields outside an adaptation's identity (``run.json``): where it writes, how many processes, the
 DAgger rounds (which may grow on resume, as ``dagger``'s), and the photos as given (the identity holds their
 resolved path)."""
+IDENTITY_DEFAULTS = {"mined_crop_prob": 0.0}
+"""Identity fields added since adaptations were first recorded, with the values those ran with."""
 RESUME_HINT = "re-run it with the options that made it, or choose another --out"
 ADAPT_EVAL_CONDITIONS = ("nominal", "start-out-of-view", "dropout", "dynamics-shift", "perturbation")
 """The conditions the shipped controller's run chose its best round on (composited onto your photos here)."""
@@ -67,6 +69,9 @@ class AdaptConfig:
     """Fine-tune the shipped segmenter this many steps on composites over your photos first (about 8 minutes on 2
     cores in fp32, the whole adaptation 13; 0: keep it, the controller alone). Chosen on the validation set within
     the 15 minutes asked of an adaptation; what it buys: docs/own-scene.md."""
+    mined_crop_prob: float = 0.0
+    """Share of the segmenter's photo backgrounds drawn from the crops of your photos the shipped segmenter fires on
+    (``train-vision --mined-crop-prob``: its lures in your scene, shown as what they are)."""
     workers: int = 2
     """Environment processes."""
     seed: int = 0
@@ -79,6 +84,8 @@ class AdaptConfig:
             raise ValueError("rounds, episodes_per_round, eval_episodes and workers must be >= 1")
         if self.segmenter_steps < 0:
             raise ValueError(f"segmenter_steps must be >= 0, got {self.segmenter_steps}")
+        if not 0.0 <= self.mined_crop_prob <= 1.0:
+            raise ValueError(f"mined_crop_prob must be in [0, 1], got {self.mined_crop_prob}")
 
 
 def adapt(cfg: AdaptConfig, progress: bool = True) -> dict:
@@ -133,7 +140,7 @@ def _open_run(cfg: AdaptConfig, out: Path, photos: str) -> None:
             made = "a fine-tuned segmenter's" if fine_tuned else "the shipped segmenter's"
             raise ArtifactError(f"{out} holds a controller trained over {made} masks, not an adaptation with "
                                 f"--segmenter-steps {cfg.segmenter_steps}; {RESUME_HINT}")
-    record.open(identity, asdict(cfg), hint=RESUME_HINT)
+    record.open(identity, asdict(cfg), hint=RESUME_HINT, defaults=IDENTITY_DEFAULTS)
 
 
 def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
@@ -148,7 +155,7 @@ def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
     shipped = default_checkpoint_path()
     return SegmenterTrainConfig(steps=cfg.segmenter_steps, lr=SEGMENTER_LR, seed=cfg.seed, val_every=every,
                                 checkpoint_every=every, init_checkpoint=str(shipped), hold_out_photos=False,
-                                data=recipe_of(shipped))
+                                data=replace(recipe_of(shipped), mined_crop_prob=cfg.mined_crop_prob))
 
 
 def _fine_tune_segmenter(cfg: AdaptConfig, photos: Path, out: Path, progress: bool) -> Path:

@@ -20,6 +20,8 @@ OPTIONS = (
            "eval_episodes", type=positive_int),
     Option("--segmenter-steps", "first fine-tune the shipped segmenter this many steps on your photos (0: keep it)",
            "segmenter_steps", type=non_negative_int),
+    Option("--mined-crop-prob", "share of the segmenter's photo backgrounds drawn from the crops of your photos the "
+           "shipped segmenter fires on (its lures in your scene)", "mined_crop_prob", type=float),
     Option("--workers", "environment processes", "workers", type=positive_int),
     Option("--seed", "seed of every stage", "seed", type=non_negative_int),
 )

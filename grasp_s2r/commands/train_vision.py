@@ -90,6 +90,10 @@ OPTIONS = (
            show=comma_text),
     Option("--busy-background-prob", "share of photo backgrounds that are the busiest of 4 random crops around the "
            "sphere (the textures that hide small spheres)", "data.busy_background_prob", type=float),
+    Option("--mined-crop-prob", "share of photo backgrounds drawn from the crops of the training photos the --init "
+           "segmenter fires on (its own lures; mined before the first step)", "data.mined_crop_prob", type=float),
+    Option("--mine-crops", "random crops of each training photo run through the --init segmenter for "
+           "--mined-crop-prob", "mine_crops_per_photo", type=positive_int),
     Option("--noise-prob", "share of composites with sensor noise", "data.augment.noise_prob", type=float),
     Option("--blur-prob", "share of composites blurred (defocus, motion)", "data.augment.blur_prob", type=float),
     Option("--jpeg-prob", "share of composites JPEG-compressed", "data.augment.jpeg_prob", type=float),

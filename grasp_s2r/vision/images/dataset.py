@@ -31,6 +31,7 @@ from grasp_s2r.sim.config import CameraConfig, EnvConfig
 from grasp_s2r.vision.images.augment import AugmentConfig, Augmenter
 from grasp_s2r.vision.images.backgrounds import busiest_crop, draw_photo, random_crop, recolor
 from grasp_s2r.vision.images.composite import CompositeConfig, composite_frame
+from grasp_s2r.vision.images.mined import MinedCrops
 from grasp_s2r.vision.images.reshade import ReshadeConfig, reshade
 from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
 from grasp_s2r.vision.images.synthetic import (
@@ -115,6 +116,9 @@ class DataConfig:
     busy_background_prob: float = 0.0
     """Share of photo backgrounds that are the busiest of 4 random crops around the sphere
     (:func:`backgrounds.busiest_crop`): small spheres on the textures that hide them, more often."""
+    mined_crop_prob: float = 0.0
+    """Share of photo backgrounds drawn from the crops the starting segmenter fired on (:mod:`mined`: its own lures
+    on these photos; a fine-tune's option, ``train-vision --mined-crop-prob``)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.background_recolor_prob <= 1.0:
@@ -126,6 +130,8 @@ class DataConfig:
             raise ValueError(f"photo_blob_prob must be in [0, 1], got {self.photo_blob_prob}")
         if not 0.0 <= self.busy_background_prob <= 1.0:
             raise ValueError(f"busy_background_prob must be in [0, 1], got {self.busy_background_prob}")
+        if not 0.0 <= self.mined_crop_prob <= 1.0:
+            raise ValueError(f"mined_crop_prob must be in [0, 1], got {self.mined_crop_prob}")
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -151,7 +157,7 @@ class CompositeDataset(Dataset):
     """Item ``i`` -> (image float32 (3, H, W) normalized, mask float32 (1, H, W)); see the module docstring."""
 
     def __init__(self, *, env_config: EnvConfig, data: DataConfig, backgrounds: list[np.ndarray], stream: str,
-                 seed: int, length: int, photo_weights: np.ndarray | None = None):
+                 seed: int, length: int, photo_weights: np.ndarray | None = None, mined: MinedCrops | None = None):
         if stream not in STREAMS:
             raise ValueError(f"stream must be one of {sorted(STREAMS)}, got {stream!r}")
         if not backgrounds:
@@ -163,6 +169,12 @@ class CompositeDataset(Dataset):
         """How often each background photo is drawn (:func:`backgrounds.photo_weights`); None: equally often."""
         if photo_weights is not None and len(photo_weights) != len(backgrounds):
             raise ValueError(f"{len(photo_weights)} photo weights for {len(backgrounds)} photos")
+        if mined is not None and mined.photos != len(backgrounds):
+            raise ValueError(f"crops mined on {mined.photos} photos, given {len(backgrounds)}")
+        self.mined = mined
+        """The crops the starting segmenter fired on (:class:`MinedCrops`), drawn for ``data.mined_crop_prob`` of the
+        photo backgrounds; None: none (``mined_crop_prob`` then draws nothing: a calibration's or gripper head's
+        composites by a recipe that had them)."""
         self.stream = stream
         self.seed = int(seed)
         self.length = int(length)
@@ -216,6 +228,12 @@ class CompositeDataset(Dataset):
         if kind == "flat":
             return flat_colour(self.image_hw, rng)
         background = random_crop(draw_photo(self.backgrounds, rng, self.photo_weights), self.image_hw, rng)
+        if self.mined is not None and self.mined.hits and self.data.mined_crop_prob > 0:  # its own stream
+            mined_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 7, index])
+            if mined_rng.random() < self.data.mined_crop_prob:
+                background = self.mined.crop(self.backgrounds, int(mined_rng.integers(len(self.mined.hits))))
+                if background.shape[:2] != self.image_hw:
+                    raise ValueError(f"mined crops are {background.shape[:2]}, composites {self.image_hw}")
         if self.data.busy_background_prob > 0:  # its own stream, as recolouring's
             busy_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 5, index])
             if busy_rng.random() < self.data.busy_background_prob:

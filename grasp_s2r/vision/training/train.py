@@ -13,6 +13,7 @@ Run folder layout::
     OUT/model.pt               final weights (the file ``eval-vision --model`` and the controller load)
     OUT/curve.csv, curve.png   training loss and validation precision / recall / IoU per step
     OUT/composites.png         the first training composites with their masks, to look at
+    OUT/mined_crops.json       with ``--mined-crop-prob``: the photo crops the starting segmenter fired on
     OUT/runtime.json           per session (a resume starts one): device, precision and why, cores, the CPU
 """
 
@@ -53,6 +54,7 @@ from grasp_s2r.vision.evaluation.metrics import pixel_metrics
 from grasp_s2r.vision.images.backgrounds import load_backgrounds, photo_weights, split_names
 from grasp_s2r.vision.images.crops import CropDataset, flatten_crops
 from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for, make_composites
+from grasp_s2r.vision.images.mined import run_mined_crops
 from grasp_s2r.vision.networks.model import build_model, count_parameters, to_input_tensor
 from grasp_s2r.vision.networks.segmenter import (
     THRESHOLD,
@@ -318,8 +320,10 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     env_cfg = env_config_for(cfg.image_size_px)
     train_photos = load_backgrounds("train", backgrounds_dir, cfg.hold_out_photos)
     weights = photo_weights("train", backgrounds_dir, cfg.embedded_photo_share, cfg.hold_out_photos)
+    mined = run_mined_crops(cfg, out_dir, train_photos, str(device), progress)
     train_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="train",
-                                 seed=cfg.seed, length=cfg.steps * cfg.batch_size, photo_weights=weights)
+                                 seed=cfg.seed, length=cfg.steps * cfg.batch_size, photo_weights=weights,
+                                 mined=mined)
     dataset = CropDataset(train_set, cfg.crop_config, crop_items=cfg.crop_steps * cfg.batch_size) \
         if cfg.crop_steps else train_set
     loader = DataLoader(
@@ -330,7 +334,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     with children_ignore_interrupts():  # the workers start here; Ctrl-C is this process's to handle
         batches = iter(loader)
     val_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="val",
-                               seed=cfg.seed, length=cfg.val_images, photo_weights=weights)
+                               seed=cfg.seed, length=cfg.val_images, photo_weights=weights, mined=mined)
     val_images, val_masks = make_composites(val_set, cfg.val_images, desc="validation composites",
                                            progress=progress)
     val_set.close()

@@ -103,6 +103,9 @@ class SegmenterTrainConfig:
     the scene adapted to, tested on other photos of it). The embedded held-out photos never train either way."""
     init_checkpoint: str = ""
     """Segmenter checkpoint whose weights start the run (fine-tuning); "" = random initial weights."""
+    mine_crops_per_photo: int = 256
+    """With ``data.mined_crop_prob`` > 0: random crops cut from each training photo and run through the starting
+    segmenter (``init_checkpoint``), the ones it fires on kept as backgrounds (``vision/images/mined.py``)."""
     calibration_images: int = 0
     """Validation composites (training photos) on which the final model's break-even threshold is chosen
     (``vision/calibrate.py``); 0 = keep the threshold at 0.5 (the default: see docs/vision.md, *Operating point*)."""
@@ -123,6 +126,10 @@ class SegmenterTrainConfig:
             raise TrainError(f"hard_share must be in (0, 1], got {self.hard_share}")
         if not 0.0 <= self.embedded_photo_share < 1.0:
             raise TrainError(f"embedded_photo_share must be in [0, 1), got {self.embedded_photo_share}")
+        if self.data.mined_crop_prob > 0 and not self.init_checkpoint:
+            raise TrainError("--mined-crop-prob needs --init: the crops are those the starting segmenter fires on")
+        if self.mine_crops_per_photo < 1:
+            raise TrainError(f"mine_crops_per_photo must be >= 1, got {self.mine_crops_per_photo}")
         if self.calibration_images < 0:
             raise TrainError(f"calibration_images must be >= 0, got {self.calibration_images}")
         if self.crop_px is None:
