@@ -6,13 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import cv2
 import numpy as np
 import pytest
 
 from grasp_s2r.adapt import AdaptConfig, segmenter_train_config
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix, CompositeDataset, env_config_for
-from grasp_s2r.vision.images.mined import MINED_FILE, MinedCrops, load_or_mine, mine_crops
+from grasp_s2r.vision.images.mined import MINED_FILE, MinedCrops, load_or_mine, mine_crops, save_mined_picture
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, TrainError
 
@@ -54,6 +55,9 @@ def test_a_mining_is_written_with_what_made_it_and_read_back_instead_of_mined_ag
     other = load_or_mine(path, default_checkpoint_path(), photos, image_px=64, crops_per_photo=24, seed=1,
                          progress=False)  # another seed: mined again, and the file replaced
     assert other.seed == 1 and MinedCrops.read(path) == other
+    save_mined_picture(other, default_checkpoint_path(), photos, tmp_path / "mined.png", count=4)
+    picture = cv2.imread(str(tmp_path / "mined.png"))
+    assert picture is not None and picture.shape[1] >= 8 * 64  # four crops, each beside its tinted copy
 
 
 def test_mined_backgrounds_are_mined_crops_and_change_the_background_only(photos, mined):

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from grasp_s2r.vision.training.train_config import SegmenterTrainConfig
 
 MINED_FILE = "mined_crops.json"
+MINED_PICTURE = "mined_crops.png"
+"""Beside it: some of the kept crops, each beside itself with what the segmenter marked on it, to look at."""
 MINED_FORMAT = "grasp_s2r.mined_crops"
 MINED_FORMAT_VERSION = 1
 MINE_STREAM = 7
@@ -129,6 +131,18 @@ def load_or_mine(path: Path, segmenter_path: Path | str, photos: list[np.ndarray
     return mined
 
 
+def save_mined_picture(mined: MinedCrops, segmenter_path: Path | str, photos: list[np.ndarray], path: Path,
+                       device: str | None = None, count: int = 32) -> None:
+    """Up to ``count`` of the kept crops, spread over the list, each beside its copy with the segmenter's mask tinted
+    (``drawing.save_composite_grid``)."""
+    from grasp_s2r.drawing import save_composite_grid
+    from grasp_s2r.vision.networks.segmenter import Segmenter
+
+    picks = np.unique(np.linspace(0, len(mined.hits) - 1, min(count, len(mined.hits))).round().astype(int))
+    crops = np.stack([mined.crop(photos, int(i)) for i in picks])
+    save_composite_grid(list(zip(crops, Segmenter.load(segmenter_path, device=device).predict(crops))), path)
+
+
 def run_mined_crops(cfg: SegmenterTrainConfig, out_dir: Path, photos: list[np.ndarray], device: str | None,
                     progress: bool) -> MinedCrops | None:
     """A training run's mined crops (``OUT/mined_crops.json``, mined once from ``cfg.init_checkpoint``) when its
@@ -137,6 +151,8 @@ def run_mined_crops(cfg: SegmenterTrainConfig, out_dir: Path, photos: list[np.nd
         return None
     mined = load_or_mine(Path(out_dir) / MINED_FILE, cfg.init_checkpoint, photos, image_px=cfg.image_size_px,
                          crops_per_photo=cfg.mine_crops_per_photo, seed=cfg.seed, device=device, progress=progress)
+    if mined.hits and not (Path(out_dir) / MINED_PICTURE).is_file():
+        save_mined_picture(mined, cfg.init_checkpoint, photos, Path(out_dir) / MINED_PICTURE, device=device)
     print(f"train-vision: the starting segmenter fires on {len(mined.hits)} of {mined.photos * mined.crops_per_photo} "
           f"random crops of the training photos ({mined.hit_rate:.1%}); {cfg.data.mined_crop_prob:.0%} of the photo "
           "backgrounds are drawn from them" + ("" if mined.hits else ": none, so every one is a random crop"))

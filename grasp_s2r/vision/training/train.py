@@ -13,7 +13,7 @@ Run folder layout::
     OUT/model.pt               final weights (the file ``eval-vision --model`` and the controller load)
     OUT/curve.csv, curve.png   training loss and validation precision / recall / IoU per step
     OUT/composites.png         the first training composites with their masks, to look at
-    OUT/mined_crops.json       with ``--mined-crop-prob``: the photo crops the starting segmenter fired on
+    OUT/mined_crops.json, .png with ``--mined-crop-prob``: the photo crops the starting segmenter fired on
     OUT/runtime.json           per session (a resume starts one): device, precision and why, cores, the CPU
 """
 
