@@ -139,7 +139,8 @@ def main() -> int:
     p.add_argument("--strips", type=Path, default=None, help="write each failed episode's strip in this folder")
     add_json_argument(p, "table_photo_failures")
     args = p.parse_args()
-    if (args.validation in UNSEEN_CONDITIONS) != bool(args.backgrounds) and (args.validation or args.backgrounds):
+    unseen = args.validation in UNSEEN_CONDITIONS
+    if (unseen and not args.backgrounds) or (args.validation and not unseen and args.backgrounds):
         sys.exit(f"table_photo_failures: --backgrounds goes with table-photo or --validation "
                  f"{' / '.join(UNSEEN_CONDITIONS)} (the photos they show); the other validation conditions show the "
                  "training photos")
