@@ -175,6 +175,14 @@ def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_
     failed = [row for row in figures["episodes"] if not row["success"]]
     assert sum(figures["summary"]["failure_kinds"].values()) == len(failed)
     assert all(row["kind"] in figures["summary"]["failure_kinds"] for row in failed)
+    # table-photo (no --validation) on a folder of yours: its photos as the table, on the test seeds
+    r = subprocess.run([sys.executable, script, "--backgrounds", str(photos), "--episodes", "1", "--workers", "1",
+                        "--policy", str(untrained), "--json", str(out)],
+                       capture_output=True, text=True, check=False, timeout=600)
+    assert r.returncode == 0, r.stderr
+    figures = json.loads(out.read_text())["figures"]
+    assert figures["condition"] == "table-photo"
+    assert figures["episodes"][0]["table_photo"] in {f"table{k}.png" for k in range(3)}
     # a training-photo condition with --backgrounds, an unseen-photo one without: refused, each in one line
     for argv in (["--validation", "nominal", "--backgrounds", str(tmp_path)], ["--validation", validation.UNSEEN_TABLE]):
         r = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, check=False, timeout=120)
