@@ -34,7 +34,8 @@ def painted_misses_table(d: Path) -> str:
 
 
 OWN_SCENE_VALIDATION = ("own_scene-validation", "own_scene-validation-segmenter", "own_scene-validation-adapt",
-                        "own_scene-validation-nodistractors", "own_scene-validation-recipe")
+                        "own_scene-validation-nodistractors", "own_scene-validation-recipe", "own_scene-validation-rerun",
+                        "own_scene-validation-mined")
 """The adaptation recipes compared on the validation photo set (``mate-backgrounds``), before the report sets."""
 
 
@@ -89,6 +90,11 @@ def table_photo_failures_table(d: Path) -> str:
             + f"\n\n`table-photo` on {f['backgrounds']}. " + provenance("table_photo_failures", res))
 
 
+def cpu_name(res: dict) -> str:
+    """The processor a results file ran on, without its core count and flags ("AMD EPYC")."""
+    return str(res.get("machine", {}).get("cpu", "an unrecorded CPU")).split(",")[0]
+
+
 def unseen_tables_table(d: Path) -> str:
     """``unseen_tables``: each segmenter on tables it never trained on, per frame (far / all heights) and end to end."""
     loaded = [(name, res) for name in numbered_runs(d, "unseen_tables") if (res := load(name, d)) is not None]
@@ -99,7 +105,13 @@ def unseen_tables_table(d: Path) -> str:
         photos = res["figures"]["photos"]
         return "" if photos == f["photos"] else f" on the {photos} photos" if photos == "train" else f" on {photos}"
 
-    rows_by_label = {label + camera_label(res["figures"].get("camera_px", 64)) + tables(res): r
+    cpus = [cpu_name(res) for _, res in loaded]
+    usual_cpu = max(set(cpus), key=cpus.count)
+
+    def machine(res: dict) -> str:  # episodes run on another CPU differ (float rounding): its rows say which
+        return "" if cpu_name(res) == usual_cpu else f" ({cpu_name(res)})"
+
+    rows_by_label = {label + camera_label(res["figures"].get("camera_px", 64)) + tables(res) + machine(res): r
                      for _, res in loaded for label, r in res["figures"]["rows"].items()}
 
     def cell(m: dict) -> str:
