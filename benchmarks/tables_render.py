@@ -34,13 +34,14 @@ def command(name: str, res: dict[str, Any] | None) -> str:
 
 
 def machine(res: dict[str, Any]) -> str:
-    """``2 CPU cores, cpu, torch 2.x`` from a measured file's machine."""
+    """``2 CPU cores (AMD EPYC), cpu, torch 2.x`` from a measured file's machine."""
     m = res.get("machine")
     if not m:
         return "machine not recorded"
     busy = f", load {m['load_average_1min']:.1f}" if m.get("load_average_1min") is not None else ""
     cap = f" (oneDNN capped at {m['onednn_isa_cap']}: no AMX)" if m.get("onednn_isa_cap") else ""
-    return f"{m['cpu_count']} CPU cores{cap}{busy}, {m['device']}, torch {m['torch']}"
+    cpu = f" ({m['cpu'].split(',')[0]})" if m.get("cpu") else ""  # episodes differ across CPUs (float rounding)
+    return f"{m['cpu_count']} CPU cores{cpu}{cap}{busy}, {m['device']}, torch {m['torch']}"
 
 
 def measured_on(res: dict[str, Any]) -> str:

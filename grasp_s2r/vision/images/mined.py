@@ -17,16 +17,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from tqdm import tqdm
 
 from grasp_s2r.files import atomic_write
 from grasp_s2r.vision.images.backgrounds import random_crop
-
-if TYPE_CHECKING:
-    from grasp_s2r.vision.training.train_config import SegmenterTrainConfig
 
 MINED_FILE = "mined_crops.json"
 MINED_PICTURE = "mined_crops.png"
@@ -143,17 +139,18 @@ def save_mined_picture(mined: MinedCrops, segmenter_path: Path | str, photos: li
     save_composite_grid(list(zip(crops, Segmenter.load(segmenter_path, device=device).predict(crops))), path)
 
 
-def run_mined_crops(cfg: SegmenterTrainConfig, out_dir: Path, photos: list[np.ndarray], device: str | None,
-                    progress: bool) -> MinedCrops | None:
-    """A training run's mined crops (``OUT/mined_crops.json``, mined once from ``cfg.init_checkpoint``) when its
-    recipe draws backgrounds from them (``cfg.data.mined_crop_prob`` > 0), with a line saying how many; else None."""
-    if cfg.data.mined_crop_prob <= 0:
+def run_mined_crops(out_dir: Path, segmenter_path: str, photos: list[np.ndarray], *, share: float, image_px: int,
+                    crops_per_photo: int, seed: int, device: str | None, progress: bool) -> MinedCrops | None:
+    """A training run's mined crops (``OUT/mined_crops.json``, mined once from ``segmenter_path``, the run's starting
+    weights; ``OUT/mined_crops.png``) when its recipe draws a ``share`` > 0 of its backgrounds from them, with a line
+    saying how many; else None."""
+    if share <= 0:
         return None
-    mined = load_or_mine(Path(out_dir) / MINED_FILE, cfg.init_checkpoint, photos, image_px=cfg.image_size_px,
-                         crops_per_photo=cfg.mine_crops_per_photo, seed=cfg.seed, device=device, progress=progress)
+    mined = load_or_mine(Path(out_dir) / MINED_FILE, segmenter_path, photos, image_px=image_px,
+                         crops_per_photo=crops_per_photo, seed=seed, device=device, progress=progress)
     if mined.hits and not (Path(out_dir) / MINED_PICTURE).is_file():
-        save_mined_picture(mined, cfg.init_checkpoint, photos, Path(out_dir) / MINED_PICTURE, device=device)
+        save_mined_picture(mined, segmenter_path, photos, Path(out_dir) / MINED_PICTURE, device=device)
     print(f"train-vision: the starting segmenter fires on {len(mined.hits)} of {mined.photos * mined.crops_per_photo} "
-          f"random crops of the training photos ({mined.hit_rate:.1%}); {cfg.data.mined_crop_prob:.0%} of the photo "
-          "backgrounds are drawn from them" + ("" if mined.hits else ": none, so every one is a random crop"))
+          f"random crops of the training photos ({mined.hit_rate:.1%}); {share:.0%} of the photo backgrounds are "
+          "drawn from them" + ("" if mined.hits else ": none, so every one is a random crop"))
     return mined

@@ -320,7 +320,9 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     env_cfg = env_config_for(cfg.image_size_px)
     train_photos = load_backgrounds("train", backgrounds_dir, cfg.hold_out_photos)
     weights = photo_weights("train", backgrounds_dir, cfg.embedded_photo_share, cfg.hold_out_photos)
-    mined = run_mined_crops(cfg, out_dir, train_photos, str(device), progress)
+    mined = run_mined_crops(out_dir, cfg.init_checkpoint, train_photos, share=cfg.data.mined_crop_prob,
+                            image_px=cfg.image_size_px, crops_per_photo=cfg.mine_crops_per_photo, seed=cfg.seed,
+                            device=str(device), progress=progress)
     train_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="train",
                                  seed=cfg.seed, length=cfg.steps * cfg.batch_size, photo_weights=weights,
                                  mined=mined)
