@@ -5,7 +5,7 @@ flower, a rounded tip, a spot in a sphere's colours). Before a fine-tune (``trai
 ``grasp-s2r adapt``), :func:`mine_crops` cuts ``crops_per_photo`` random crops of every training photo, as the
 composites cut their backgrounds (:func:`backgrounds.random_crop`), runs the starting segmenter on them and keeps
 those it fires on. The composites then draw a share of their photo backgrounds from the kept ones
-(:func:`mined_crop`; the sphere is pasted on as on any crop): the network is shown its own lures, on the photos it
+(:meth:`MinedCrops.crop`; the sphere is pasted on as on any crop): the network is shown its own lures, on the photos it
 trains on, where a random crop shows it one now and then.
 
 A crop is named by (photo, draw), the seed of its random generator: the list of hits is a few numbers and re-makes
