@@ -34,8 +34,8 @@ def painted_misses_table(d: Path) -> str:
 
 
 OWN_SCENE_VALIDATION = ("own_scene-validation", "own_scene-validation-segmenter", "own_scene-validation-adapt",
-                        "own_scene-validation-nodistractors", "own_scene-validation-recipe", "own_scene-validation-rerun",
-                        "own_scene-validation-mined")
+                        "own_scene-validation-nodistractors", "own_scene-validation-recipe",
+                        "own_scene-validation-rerun", "own_scene-validation-mined")
 """The adaptation recipes compared on the validation photo set (``mate-backgrounds``), before the report sets."""
 
 

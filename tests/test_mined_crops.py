@@ -62,7 +62,8 @@ def test_a_mining_is_written_with_what_made_it_and_read_back_instead_of_mined_ag
 
 def test_mined_backgrounds_are_mined_crops_and_change_the_background_only(photos, mined):
     def dataset(prob: float) -> CompositeDataset:
-        return CompositeDataset(env_config=env_config_for(64), data=dataclasses.replace(PHOTOS_ONLY, mined_crop_prob=prob),
+        data = dataclasses.replace(PHOTOS_ONLY, mined_crop_prob=prob)
+        return CompositeDataset(env_config=env_config_for(64), data=data,
                                 backgrounds=photos, stream="train", seed=0, length=50, mined=mined)
 
     crops = [mined.crop(photos, i) for i in range(len(mined.hits))]
