@@ -33,6 +33,11 @@ def command(name: str, res: dict[str, Any] | None) -> str:
     return recorded or COMMANDS[name]
 
 
+def cpu_name(res: dict[str, Any]) -> str:
+    """The processor a results file ran on, without its core count and flags ("AMD EPYC")."""
+    return str(res.get("machine", {}).get("cpu", "an unrecorded CPU")).split(",")[0]
+
+
 def machine(res: dict[str, Any]) -> str:
     """``2 CPU cores (AMD EPYC), cpu, torch 2.x`` from a measured file's machine."""
     m = res.get("machine")
@@ -40,7 +45,7 @@ def machine(res: dict[str, Any]) -> str:
         return "machine not recorded"
     busy = f", load {m['load_average_1min']:.1f}" if m.get("load_average_1min") is not None else ""
     cap = f" (oneDNN capped at {m['onednn_isa_cap']}: no AMX)" if m.get("onednn_isa_cap") else ""
-    cpu = f" ({m['cpu'].split(',')[0]})" if m.get("cpu") else ""  # episodes differ across CPUs (float rounding)
+    cpu = f" ({cpu_name(res)})" if m.get("cpu") else ""  # episodes differ across CPUs (float rounding)
     return f"{m['cpu_count']} CPU cores{cpu}{cap}{busy}, {m['device']}, torch {m['torch']}"
 
 

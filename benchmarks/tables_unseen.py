@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from results_io import changed_weights, system_weights
-from tables_render import camera_label, load, md_table, not_measured, numbered_runs, provenance, rate_ci
+from tables_render import camera_label, cpu_name, load, md_table, not_measured, numbered_runs, provenance, rate_ci
 from validation import UNSEEN_TABLE as UNSEEN
 
 from grasp_s2r.stats import difference_interval
@@ -88,11 +88,6 @@ def table_photo_failures_table(d: Path) -> str:
     return (md_table(("episodes", "n", "sphere in view (share of steps)", "found when in view", "mask fires elsewhere",
                       "sphere width at the start, px"), rows)
             + f"\n\n`table-photo` on {f['backgrounds']}. " + provenance("table_photo_failures", res))
-
-
-def cpu_name(res: dict) -> str:
-    """The processor a results file ran on, without its core count and flags ("AMD EPYC")."""
-    return str(res.get("machine", {}).get("cpu", "an unrecorded CPU")).split(",")[0]
 
 
 def unseen_tables_table(d: Path) -> str:

@@ -179,6 +179,8 @@ class CompositeDataset(Dataset):
         self.seed = int(seed)
         self.length = int(length)
         self._sampler = self._new_sampler()
+        if mined is not None and (mined.image_px, mined.image_px) != self.image_hw:
+            raise ValueError(f"crops mined at {mined.image_px} px, composites {self.image_hw}")
         self._augment = Augmenter(data.augment)
         self._cache: tuple[int, Frame, bool, tuple[float, float, float]] | None = None
 
@@ -228,12 +230,11 @@ class CompositeDataset(Dataset):
         if kind == "flat":
             return flat_colour(self.image_hw, rng)
         background = random_crop(draw_photo(self.backgrounds, rng, self.photo_weights), self.image_hw, rng)
-        if self.mined is not None and self.mined.hits and self.data.mined_crop_prob > 0:  # its own stream
+        if self.mined is not None and self.mined.hits and self.data.mined_crop_prob > 0:  # its own stream (the crop
+            # above is drawn anyway, so the paste and augmentation stay those of the recipe without mined crops)
             mined_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 7, index])
             if mined_rng.random() < self.data.mined_crop_prob:
                 background = self.mined.crop(self.backgrounds, int(mined_rng.integers(len(self.mined.hits))))
-                if background.shape[:2] != self.image_hw:
-                    raise ValueError(f"mined crops are {background.shape[:2]}, composites {self.image_hw}")
         if self.data.busy_background_prob > 0:  # its own stream, as recolouring's
             busy_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 5, index])
             if busy_rng.random() < self.data.busy_background_prob:

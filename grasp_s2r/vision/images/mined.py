@@ -68,10 +68,6 @@ class MinedCrops:
         return random_crop(photos[photo_index], (self.image_px, self.image_px),
                            crop_rng(self.seed, photo_index, draw))
 
-    def matches(self, other: MinedCrops) -> bool:
-        """The same mining (every field but the hits), so its hits can be read instead of mined again."""
-        return {**asdict(self), "hits": ()} == {**asdict(other), "hits": ()}
-
     def write(self, path: Path) -> None:
         blob = {"format": MINED_FORMAT, "format_version": MINED_FORMAT_VERSION, **asdict(self),
                 "hits": [list(h) for h in self.hits], "hit_rate": round(self.hit_rate, 4)}
@@ -115,11 +111,12 @@ def load_or_mine(path: Path, segmenter_path: Path | str, photos: list[np.ndarray
     there."""
     from grasp_s2r.files import file_sha256
 
-    wanted = MinedCrops(hits=(), photos=len(photos), crops_per_photo=crops_per_photo, seed=seed, image_px=image_px,
-                        segmenter_sha256=file_sha256(segmenter_path), threshold=0.0)
+    # what defines a mining (its threshold is the segmenter's, which its sha256 names)
+    wanted = {"photos": len(photos), "crops_per_photo": crops_per_photo, "seed": seed, "image_px": image_px,
+              "segmenter_sha256": file_sha256(segmenter_path)}
     if Path(path).is_file():
         saved = MinedCrops.read(path)
-        if saved.matches(MinedCrops(**{**asdict(wanted), "threshold": saved.threshold})):
+        if all(getattr(saved, k) == v for k, v in wanted.items()):
             return saved
     mined = mine_crops(segmenter_path, photos, image_px=image_px, crops_per_photo=crops_per_photo, seed=seed,
                        device=device, progress=progress)
