@@ -2,14 +2,15 @@
 found it then, and how often the mask fired elsewhere; successes against failures.
 
     python benchmarks/table_photo_failures.py [--backgrounds DIR] [--episodes 100] [--vision CKPT] [--policy CKPT]
-        [--crops PNG] [--validation CONDITION] [--strips DIR] [--save]
+        [--crops PNG] [--validation CONDITION] [--strips DIR] [--truth close|far] [--truth-px 20] [--save]
 
 Runs the shipped system (its parallax filter too; or ``--vision`` / ``--policy``) on ``table-photo`` (the embedded held-out photos, or
 ``--backgrounds``: yours, all of them) with the evaluation's seeds, recording every step. Per episode: ``in_view``
 (share of steps whose ground-truth mask is not empty), ``found`` (share of those where the controller's mask
 overlaps it), ``false_blob`` (share of steps with 3 or more mask pixels off the sphere), ``first_found`` (the
 first step that finds it, -1 never) and ``width0_px`` (the sphere's width at the first step); a failure's kind
-(:func:`failure_kind`: lured away by false blobs, lost, never found, found but not grasped). Prints the means of
+(:func:`failure_kind`: lured away by false blobs, lost, never found, found but not grasped, dropped in the lift: the
+controller opened the gripper on a sphere it was lifting). Prints the means of
 successes and of failures and one line a failure; writes ``runs/benchmarks/table_photo_failures.json``
 (``--save``: ``benchmarks/results/``). ``--crops PNG``: a picture of the failures, each sphere where the episode
 started: a 16 px window around it, as the camera saw it and with the controller's mask (green: on the sphere, red:
@@ -19,7 +20,9 @@ compared; or an unseen-photo one (``table-photo-unseen``, ``backgrounds-unseen``
 ``--strips DIR``: each failed episode as a strip of 20 frames overlaid with the controller's mask
 (``DIR/seed-SEED.png``). Also, over the failed episodes' frames whose sphere (3 px or more) is in view and missed,
 the segmenter's highest sphere probability on the sphere's pixels (:func:`missed_sphere_probability`): near its
-threshold, a lower threshold or evidence summed over frames could find it; near 0, only a segmenter that sees it.
+threshold, a lower threshold or evidence summed over frames could find it; near 0, only a segmenter that sees it. ``--truth close`` (``far``): the controller gets the ground-truth mask in the
+frames whose sphere covers at least (fewer than) ``--truth-px`` pixels and the segmenter's elsewhere: which failures a
+right mask at that range would turn into grasps.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from grasp_s2r.control import seeds
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.drawing import crop_around, image_grid, overlay_tile, write_png
+from grasp_s2r.expert.fsm import Phase
 from grasp_s2r.runtime.conditions import photo_names, resolve_condition
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
@@ -45,8 +49,8 @@ from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
 from grasp_s2r.vision.evaluation.metrics import mask_width_px, nanmean
 
-KEYS = ("in_view", "found", "false_blob", "first_found", "width0_px", "steps")
-FAILURE_KINDS = ("lured away", "lost", "never found", "found, not grasped")
+KEYS = ("in_view", "found", "false_blob", "first_found", "width0_px", "steps", "opened_in_lift")
+FAILURE_KINDS = ("lured away", "lost", "never found", "found, not grasped", "dropped in the lift")
 """What a failed episode did (:func:`failure_kind`), in the order the summary counts them."""
 
 
@@ -58,17 +62,43 @@ def episode_row(arrays: dict[str, np.ndarray]) -> dict[str, float]:
     blob = (seen & ~gt).reshape(n, -1).sum(1) >= 3
     return {"in_view": float(in_view.mean()), "found": float(hit[in_view].mean()) if in_view.any() else float("nan"),
             "false_blob": float(blob.mean()), "first_found": int(np.argmax(hit)) if hit.any() else -1,
-            "width0_px": float(mask_width_px(gt[:1])[0]), "steps": n}
+            "width0_px": float(mask_width_px(gt[:1])[0]), "steps": n,
+            "opened_in_lift": int(((np.asarray(arrays["phase"]) == Phase.LIFT)
+                                   & (np.asarray(arrays["learner_action"])[:, 3] < 0)).sum())}
 
 
 def failure_kind(row: dict) -> str:
-    """What a failed episode did: ``lured away`` (the sphere in view under half the steps, the mask firing elsewhere
-    in 30 % or more), ``lost`` (in view under half the steps, no such lure), ``never found`` (in view, found in
-    under 20 % of those steps), ``found, not grasped``."""
-    lured, lost, never_found, not_grasped = FAILURE_KINDS
+    """What a failed episode did: ``dropped in the lift`` (the controller opened the gripper while the expert would
+    have lifted the sphere it held: a step of the expert's LIFT phase), ``lured away`` (the sphere in view under half
+    the steps, the mask firing elsewhere in 30 % or more), ``lost`` (in view under half the steps, no such lure),
+    ``never found`` (in view, found in under 20 % of those steps), ``found, not grasped``."""
+    lured, lost, never_found, not_grasped, dropped = FAILURE_KINDS
+    if row.get("opened_in_lift", 0) > 0:
+        return dropped
     if row["in_view"] < 0.5:
         return lured if row["false_blob"] >= 0.3 else lost
     return never_found if row["found"] < 0.2 else not_grasped
+
+
+class TruthInRange:
+    """A mask source: the segmenter's masks (``source``), with the ground truth in the frames whose sphere covers at
+    least ``px`` pixels (``where`` = ``close``) or fewer (``far``)."""
+
+    kind = "predicted"
+
+    def __init__(self, source, where: str, px: int):
+        if where not in ("close", "far") or px < 1:
+            raise ValueError(f"truth where close or far, from px >= 1; got {where!r}, {px}")
+        self.source, self.where, self.px = source, where, px
+        self.segmenter = source.segmenter
+
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
+        masks = np.array(self.source(rgb, gt_mask), dtype=bool)
+        truth = np.asarray(gt_mask, dtype=bool)
+        close = truth.reshape(len(truth), -1).sum(1) >= self.px
+        use = close if self.where == "close" else ~close
+        masks[use] = truth[use]
+        return masks
 
 
 def missed_sphere_probability(records, segmenter, threshold: float) -> dict[str, float]:
@@ -137,6 +167,10 @@ def main() -> int:
                    help="this condition on the validation seeds instead of table-photo on the test seeds (an unseen "
                         "one on --backgrounds' photos)")
     p.add_argument("--strips", type=Path, default=None, help="write each failed episode's strip in this folder")
+    p.add_argument("--truth", default="", choices=("", "close", "far"),
+                   help="the ground-truth mask where the sphere covers at least (close) / fewer than (far) --truth-px "
+                        "pixels, the segmenter's elsewhere")
+    p.add_argument("--truth-px", type=int, default=20, help="the sphere's area in pixels that --truth splits at")
     add_json_argument(p, "table_photo_failures")
     args = p.parse_args()
     unseen = args.validation in UNSEEN_CONDITIONS
@@ -147,6 +181,10 @@ def main() -> int:
     torch.set_num_threads(1)
     policy = Policy.load(Path(args.policy or default_controller_path()), "cpu")[0]
     masks = make_mask_source("predicted", args.vision, "cpu")
+    if args.truth:
+        if args.truth_px < 1:
+            sys.exit("table_photo_failures: --truth-px must be >= 1")
+        masks = TruthInRange(masks, args.truth, args.truth_px)
     name = args.validation or "table-photo"
     if args.validation:
         cond, base = validation_condition(args.validation, args.backgrounds or None), VALIDATION_BASE

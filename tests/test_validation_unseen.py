@@ -217,3 +217,38 @@ def test_the_segmenters_peak_probability_on_a_missed_sphere_is_read_from_its_fra
     assert peaks["frames"] == 2 and peaks["median"] == pytest.approx(expected, abs=1e-6)
     assert peaks["share_above_half_threshold"] == float(expected >= 0.25)
     assert table_photo_failures.missed_sphere_probability([found], segmenter, 0.5) == {"frames": 0}
+
+
+def test_truth_in_a_range_of_sizes_and_a_sphere_dropped_in_the_lift():
+    """``table_photo_failures.TruthInRange`` gives the ground truth in the frames whose sphere covers at least (close)
+    or fewer than (far) ``px`` pixels and the shipped segmenter's mask elsewhere; ``failure_kind`` names an episode
+    whose controller opened the gripper in the expert's lift phase first."""
+    import table_photo_failures
+
+    from grasp_s2r.runtime.masks import make_mask_source
+    from grasp_s2r.sim.env import GraspEnv
+
+    env = GraspEnv(control_env_config())
+    try:
+        frame = env.reset(seed=3).frame
+    finally:
+        env.close()
+    area = int(frame.sphere_mask.sum())
+    assert 3 <= area < 16  # far at the start
+    lure = np.zeros_like(frame.sphere_mask)
+    lure[2:6, 2:6] = True  # a 16 px "truth" away from the sphere, in a frame of its own: which mask it got is plain
+    rgb, gt = np.stack([frame.rgb] * 2), np.stack([frame.sphere_mask, lure])
+    source = make_mask_source("predicted", "", "cpu")
+    predicted = source(rgb, gt)
+    assert not (predicted[1] == lure).all()
+    close = table_photo_failures.TruthInRange(source, "close", 16)
+    masks = close(rgb, gt)
+    assert (masks[0] == predicted[0]).all() and (masks[1] == lure).all()
+    masks = table_photo_failures.TruthInRange(source, "far", 16)(rgb, gt)
+    assert (masks[0] == gt[0]).all() and (masks[1] == predicted[1]).all()
+    assert close.segmenter is source.segmenter
+    with pytest.raises(ValueError, match="close or far"):
+        table_photo_failures.TruthInRange(source, "near", 20)
+    row = {"in_view": 0.1, "found": 0.0, "false_blob": 0.9, "opened_in_lift": 0}
+    assert table_photo_failures.failure_kind(row) == "lured away"
+    assert table_photo_failures.failure_kind({**row, "opened_in_lift": 2}) == "dropped in the lift"

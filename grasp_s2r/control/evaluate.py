@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,9 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     results: dict[str, Any] = {
         "format": EVAL_FORMAT, "format_version": EVAL_FORMAT_VERSION, "package_version": __version__,
         "config": cfg.to_dict(), "env": env_config.to_dict(), "device": str(device),
-        "policy_round": ckpt.get("round"), "conditions": {},
+        "policy_round": ckpt.get("round"),
+        "mask_filter": asdict(SHIPPED_PARALLAX) if cfg.parallax else None,  # what the masks went through
+        "conditions": {},
     }
     t_start = time.perf_counter()
     with open_runner(cfg.backend, env_config, cfg.workers, torch_threads=cfg.torch_threads) as pool:

@@ -12,8 +12,9 @@ votes is taken out of every later mask of the episode (image coordinates: it sta
 
 Votes are cast only while the gripper is open: a held sphere moves with the camera too. With ``hover_steps`` set
 (off in the shipped filter) it also drops the lures that lie on the table once the gripper has hovered over them
-(:mod:`grasp_s2r.control.hovered`). Numpy and OpenCV only; the same class runs in the batched rollouts
-(``runtime.pool``) and in ``GraspAgent``.
+(:mod:`grasp_s2r.control.hovered`). With ``held_steps`` set a sphere the closed gripper holds keeps its last mask
+where the segmenter loses it in the lift (:mod:`grasp_s2r.control.held`). Numpy and OpenCV only; the same class runs
+in the batched rollouts (``runtime.pool``) and in ``GraspAgent``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from grasp_s2r.control.held import HeldSphere
 from grasp_s2r.control.hovered import HoveredSpots
 from grasp_s2r.control.wrist_geometry import TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
@@ -49,6 +51,11 @@ class ParallaxConfig:
     """TCP height above the table (m) below which a step counts as hovering."""
     hover_radius_m: float = 0.02
     """Table distance (m): a stay's extent, and how near a hovered spot a blob's centroid is dropped."""
+    held_steps: int = 0
+    """Held sphere (``control.held``): while the closed gripper holds something, up to this many empty masks in a
+    row get the last non-empty mask back; 0: off."""
+    held_min_gap_m: float = 0.004
+    """Finger gap (m) at or above which the closed gripper holds something (closed on nothing, the fingers meet)."""
 
     def __post_init__(self) -> None:
         if self.min_shift_px < 2 * self.match_px:
@@ -58,6 +65,8 @@ class ParallaxConfig:
             raise ValueError(f"votes must be >= 1, got {self.votes}")
         if self.hover_steps < 0:
             raise ValueError(f"hover_steps must be >= 0 (0: off), got {self.hover_steps}")
+        if self.held_steps < 0:
+            raise ValueError(f"held_steps must be >= 0 (0: off), got {self.held_steps}")
 
 
 SHIPPED = ParallaxConfig()
@@ -74,6 +83,8 @@ class ParallaxFilter:
         self.hovered = (HoveredSpots(camera, c.hover_height_m, c.hover_radius_m, c.hover_steps) if c.hover_steps
                         else None)
         """The spots the open gripper hovered low over (``control.hovered``), or None where they are off."""
+        self.held = HeldSphere(c.held_steps, c.held_min_gap_m) if c.held_steps else None
+        """The held sphere's last mask (``control.held``), or None where it is off."""
         self.reset()
 
     def reset(self) -> None:
@@ -86,6 +97,8 @@ class ParallaxFilter:
         """The last step's blob centroids (K, 2) and their table points (K, 2)."""
         if self.hovered is not None:
             self.hovered.reset()
+        if self.held is not None:
+            self.held.reset()
 
     @property
     def far_spots(self) -> np.ndarray:
@@ -102,9 +115,11 @@ class ParallaxFilter:
 
     def filter(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
         """This step's mask bool (H, W) without the blobs on far-away spots (and on hovered spots where
-        ``hover_steps`` is set); updates the spots."""
+        ``hover_steps`` is set; with the held sphere's last mask where ``held_steps`` is set); updates the spots."""
         mask = self._without_far(mask, proprio)
-        return mask if self.hovered is None else self.hovered.filter(mask, proprio)
+        if self.hovered is not None:
+            mask = self.hovered.filter(mask, proprio)
+        return mask if self.held is None else self.held.filter(mask, proprio)
 
     def _without_far(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
         mask = np.asarray(mask, dtype=bool)

@@ -1,0 +1,53 @@
+"""Held sphere: a sphere the closed gripper holds moves with the camera; a frame that loses it gets its last mask back.
+
+The wrist camera looks down between the fingers, so a sphere held by them sits on the same pixels while the arm
+lifts it. There the segmenter sees it closer than anything it was trained on (lifted off the table, squeezed
+between the closing fingers, the table receding behind it), and on some tables its mask comes back empty: the
+controller, taught that an empty mask is a lost sphere, opens the gripper and drops it a centimetre or two short of
+the lift that counts as a grasp (docs/control.md, *Held sphere*). :class:`HeldSphere` gives such a frame the last
+non-empty mask back, while the gripper is closed on something (its gap at least ``min_gap_m``: closed on nothing,
+the fingers meet) and for at most ``steps`` empty frames in a row: the sphere cannot have moved in the image, since
+it moves with the camera.
+
+Everything it reads is what a robot has: whether the gripper is closed, the finger gap, and the mask. Numpy only;
+composed by :class:`~grasp_s2r.control.parallax.ParallaxFilter` after its own rules (``ParallaxConfig.held_steps``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grasp_s2r.sim.env import PROPRIO_NAMES
+
+_GAP, _CLOSED = PROPRIO_NAMES.index("finger_gap_m"), PROPRIO_NAMES.index("gripper_closed")
+
+
+class HeldSphere:
+    """One episode's last mask; ``filter(mask, proprio)`` at every step returns the mask, or the last non-empty one
+    where the closed gripper holds something and this step's mask is empty."""
+
+    def __init__(self, steps: int, min_gap_m: float):
+        if steps < 1 or min_gap_m <= 0:
+            raise ValueError(f"a held sphere needs steps >= 1 and min_gap_m > 0, got {steps}, {min_gap_m}")
+        self.steps, self.min_gap_m = steps, min_gap_m
+        self.reset()
+
+    def reset(self) -> None:
+        """A new episode: no mask seen."""
+        self._last: np.ndarray | None = None
+        """The last non-empty mask (H, W) bool."""
+        self._empty = 0
+        """Empty frames since it."""
+
+    def filter(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
+        """This step's mask bool (H, W), or a copy of the last non-empty one (see the class)."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.any():
+            self._last, self._empty = mask.copy(), 0
+            return mask
+        self._empty += 1
+        p = np.asarray(proprio, dtype=float)
+        holding = p[_CLOSED] >= 0.5 and p[_GAP] >= self.min_gap_m
+        if holding and self._last is not None and self._empty <= self.steps:
+            return self._last.copy()
+        return mask

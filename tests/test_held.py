@@ -1,0 +1,111 @@
+"""Held sphere: while the closed gripper holds something, an empty mask gets the last non-empty one back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grasp_s2r.control.held import HeldSphere
+from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
+from grasp_s2r.sim.config import CameraConfig, SceneConfig
+from grasp_s2r.sim.env import PROPRIO_NAMES
+
+CAMERA, SCENE = CameraConfig(), SceneConfig()
+EMPTY = np.zeros((CAMERA.height_px, CAMERA.width_px), bool)
+_GAP, _CLOSED = PROPRIO_NAMES.index("finger_gap_m"), PROPRIO_NAMES.index("gripper_closed")
+
+
+def _proprio(gap_m, closed, z_m=0.01):
+    return np.array([0.0, 0.0, z_m, gap_m, float(closed)], dtype=np.float32)
+
+
+def _disc(col, row, radius_px=4.0):
+    rows, cols = np.mgrid[:CAMERA.height_px, :CAMERA.width_px]
+    return np.hypot(cols - col, rows - row) <= radius_px
+
+
+def test_a_held_sphere_keeps_its_last_mask_for_the_steps():
+    held = HeldSphere(steps=3, min_gap_m=0.004)
+    seen = _disc(32, 51)
+    assert held.filter(seen, _proprio(0.04, False)) is not None
+    holding = _proprio(0.011, True)
+    masks = [held.filter(EMPTY, holding) for _ in range(4)]
+    assert all((m == seen).all() for m in masks[:3]) and not masks[3].any()
+    masks[0][:] = False  # a copy: the filter's last mask is not the caller's to change
+    assert (held.filter(EMPTY, _proprio(0.011, True, 0.03)) == EMPTY).all()  # still the 4th empty frame in a row
+    # seen again, then lost again: three more frames
+    held.filter(_disc(33, 50), holding)
+    assert (held.filter(EMPTY, holding) == _disc(33, 50)).all()
+
+
+def test_nothing_comes_back_with_the_gripper_open_or_closed_on_nothing_or_after_reset():
+    held = HeldSphere(steps=3, min_gap_m=0.004)
+    seen = _disc(20, 30)
+    held.filter(seen, _proprio(0.04, False))
+    assert not held.filter(EMPTY, _proprio(0.04, False)).any()  # open: a lost sphere is lost
+    held.filter(seen, _proprio(0.04, False))
+    assert not held.filter(EMPTY, _proprio(0.001, True)).any()  # the fingers met: nothing between them
+    held.filter(seen, _proprio(0.04, False))
+    held.reset()
+    assert not held.filter(EMPTY, _proprio(0.011, True)).any()  # a new episode: no last mask
+    other = _disc(40, 40)
+    assert (held.filter(other, _proprio(0.011, True)) == other).all()  # a non-empty mask passes as it is
+
+
+def test_the_parallax_filter_runs_it_only_when_asked():
+    assert ParallaxFilter(SCENE, CAMERA, ParallaxConfig()).held is None  # off by default
+    f = ParallaxFilter(SCENE, CAMERA, ParallaxConfig(held_steps=2))
+    seen = _disc(32, 51)
+    f.filter(seen, _proprio(0.04, False))
+    assert (f.filter(EMPTY, _proprio(0.011, True)) == seen).all()
+    f.reset()
+    assert not f.filter(EMPTY, _proprio(0.011, True)).any()
+
+
+@pytest.mark.parametrize("kwargs", [{"steps": 0}, {"min_gap_m": 0.0}])
+def test_bad_settings_are_refused(kwargs):
+    with pytest.raises(ValueError, match="a held sphere needs"):
+        HeldSphere(**{"steps": 3, "min_gap_m": 0.004, **kwargs})
+    with pytest.raises(ValueError, match="held_steps"):
+        ParallaxConfig(held_steps=-1)
+
+
+def test_a_held_sphere_stays_on_its_pixels_in_real_lifts():
+    """Real episodes (PyBullet, the shipped controller, ground-truth masks): where a segmenter loses the sphere once
+    the gripper has closed on it, the filter's mask for those frames is the last one seen before, and the sphere is
+    really there (it moves with the camera): it covers most of the sphere's true pixels in every such frame."""
+    import torch
+
+    from grasp_s2r.agent import default_controller_path
+    from grasp_s2r.control.policy import Policy
+    from grasp_s2r.runtime.masks import GroundTruthMasks
+    from grasp_s2r.runtime.pool import RolloutPool
+    from grasp_s2r.runtime.records import EpisodeRequest
+    from grasp_s2r.sim.config import control_env_config
+
+    torch.set_num_threads(1)
+    policy = Policy.load(default_controller_path(), "cpu")[0]
+    with RolloutPool(control_env_config(), 2) as pool:
+        recs = pool.run([EpisodeRequest(seed=300 + i) for i in range(4)], policy, GroundTruthMasks(), progress=False)
+    lifts = 0
+    for rec in recs:
+        if not rec.success:
+            continue
+        masks, proprio = rec.arrays["input_mask"], rec.arrays["proprio"]
+        truth = rec.arrays["sphere_mask"]
+        lost = (proprio[:, _CLOSED] >= 0.5) & (proprio[:, _GAP] >= 0.004)  # a segmenter that loses the held sphere
+        assert lost.any()
+        lost_from = int(np.argmax(lost))
+        lost_to = lost_from + (int(np.argmin(lost[lost_from:])) or len(lost) - lost_from)  # the first closed stretch
+        assert masks[lost_from - 1].any()
+        for steps in (3, 0):
+            f = ParallaxFilter(SCENE, CAMERA, ParallaxConfig(held_steps=steps))
+            out = [f.filter(EMPTY if lost[t] else masks[t], proprio[t]) for t in range(lost_to)]
+            given = [t for t in range(lost_to) if out[t].any() and lost[t]]
+            assert given == list(range(lost_from, min(lost_from + steps, lost_to))), given
+            for t in given:
+                assert (out[t] == masks[lost_from - 1]).all()
+                if truth[t].any():
+                    assert (out[t] & truth[t]).sum() >= 0.5 * truth[t].sum(), t
+        lifts += 1
+    assert lifts >= 2
