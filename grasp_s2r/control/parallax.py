@@ -12,7 +12,7 @@ votes is taken out of every later mask of the episode (image coordinates: it sta
 
 Votes are cast only while the gripper is open: a held sphere moves with the camera too. With ``hover_steps`` set
 (off in the shipped filter) it also drops the lures that lie on the table once the gripper has hovered over them
-(:mod:`grasp_s2r.control.hovered`). With ``held_steps`` set a sphere the closed gripper holds keeps its last mask
+(:mod:`grasp_s2r.control.hovered`). With ``held_steps`` set (as shipped) a sphere the closed gripper holds keeps its last mask
 where the segmenter loses it in the lift (:mod:`grasp_s2r.control.held`). Numpy and OpenCV only; the same class runs
 in the batched rollouts (``runtime.pool``) and in ``GraspAgent``.
 """
@@ -69,9 +69,10 @@ class ParallaxConfig:
             raise ValueError(f"held_steps must be >= 0 (0: off), got {self.held_steps}")
 
 
-SHIPPED = ParallaxConfig()
-"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run: 3 votes, no hovered spots (chosen on validation episodes:
-``benchmarks/parallax_filter.py``; hovered spots cost a condition there, docs/control.md)."""
+SHIPPED = ParallaxConfig(held_steps=3)
+"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run: 3 votes, no hovered spots, the held sphere's last mask for up
+to 3 empty frames (chosen on validation episodes: ``benchmarks/parallax_filter.py``; hovered spots cost a condition
+there, the held sphere raised every condition: docs/control.md)."""
 
 
 class ParallaxFilter:
