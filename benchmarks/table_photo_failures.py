@@ -20,9 +20,10 @@ compared; or an unseen-photo one (``table-photo-unseen``, ``backgrounds-unseen``
 ``--strips DIR``: each failed episode as a strip of 20 frames overlaid with the controller's mask
 (``DIR/seed-SEED.png``). Also, over the failed episodes' frames whose sphere (3 px or more) is in view and missed,
 the segmenter's highest sphere probability on the sphere's pixels (:func:`missed_sphere_probability`): near its
-threshold, a lower threshold or evidence summed over frames could find it; near 0, only a segmenter that sees it. ``--truth close`` (``far``): the controller gets the ground-truth mask in the
-frames whose sphere covers at least (fewer than) ``--truth-px`` pixels and the segmenter's elsewhere: which failures a
-right mask at that range would turn into grasps.
+threshold, a lower threshold or evidence summed over frames could find it; near 0, only a segmenter that sees it.
+``--truth close`` (``far``): the controller gets the ground-truth mask in the frames whose sphere covers at least
+(fewer than) ``--truth-px`` pixels and the segmenter's elsewhere: which failures a right mask at that range would
+turn into grasps.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ votes is taken out of every later mask of the episode (image coordinates: it sta
 
 Votes are cast only while the gripper is open: a held sphere moves with the camera too. With ``hover_steps`` set
 (off in the shipped filter) it also drops the lures that lie on the table once the gripper has hovered over them
-(:mod:`grasp_s2r.control.hovered`). With ``held_steps`` set (as shipped) a sphere the closed gripper holds keeps its last mask
-where the segmenter loses it in the lift (:mod:`grasp_s2r.control.held`). Numpy and OpenCV only; the same class runs
-in the batched rollouts (``runtime.pool``) and in ``GraspAgent``.
+(:mod:`grasp_s2r.control.hovered`). With ``held_steps`` set (as shipped) a sphere the closed gripper holds keeps
+its last mask where the segmenter loses it in the lift (:mod:`grasp_s2r.control.held`). Numpy and OpenCV only; the
+same class runs in the batched rollouts (``runtime.pool``) and in ``GraspAgent``.
 """
 
 from __future__ import annotations
