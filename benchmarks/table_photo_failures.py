@@ -183,9 +183,10 @@ def main() -> int:
     policy = Policy.load(Path(args.policy or default_controller_path()), "cpu")[0]
     masks = make_mask_source("predicted", args.vision, "cpu")
     if args.truth:
-        if args.truth_px < 1:
-            sys.exit("table_photo_failures: --truth-px must be >= 1")
-        masks = TruthInRange(masks, args.truth, args.truth_px)
+        try:
+            masks = TruthInRange(masks, args.truth, args.truth_px)
+        except ValueError as e:  # --truth-px below 1
+            sys.exit(f"table_photo_failures: {e}")
     name = args.validation or "table-photo"
     if args.validation:
         cond, base = validation_condition(args.validation, args.backgrounds or None), VALIDATION_BASE
