@@ -2,7 +2,7 @@
 without it, with other vote counts, and with other settings of its hovered spots.
 
     python benchmarks/parallax_filter.py --photos DIR [--votes 0,3,2] [--hover 10/0.03,16/0.04] [--held 5,10]
-        [--episodes 300] [--conditions C,...] [--workers 2] [--save]
+        [--closes 4,6] [--episodes 300] [--conditions C,...] [--workers 2] [--save]
 
 The shipped segmenter and controller act in every row. A ``--votes`` row of 0 gives the controller the segmenter's
 masks as they are (no filter); each other one drops the detections that stay put in the image while the camera
@@ -10,8 +10,9 @@ moves (:class:`~grasp_s2r.control.parallax.ParallaxFilter`), with that many vote
 shipped; each ``--hover STEPS/HEIGHT_M`` row is the shipped filter with hovered spots after STEPS steps of the open
 gripper below HEIGHT_M (``control.hovered``; 0 steps: none); each ``--held STEPS`` row is the shipped filter that gives
 up to STEPS empty masks in a row the last non-empty one while the closed gripper holds something (``control.held``;
-0: none). ``DIR``: a folder of validation photos for the unseen
-conditions (never the held-out ones). Writes ``runs/benchmarks/parallax_filter.json`` (``--save``:
+0: none); each ``--closes N`` row is the shipped filter with re-closed spots after N closes begun near one table
+point (``control.hovered``; 0: none). ``DIR``: a folder of validation photos for the unseen conditions (never the
+held-out ones). Writes ``runs/benchmarks/parallax_filter.json`` (``--save``:
 ``benchmarks/results/``).
 """
 
@@ -57,8 +58,9 @@ def describe(parallax: ParallaxConfig | None) -> str:
         return "no filter"
     hovered = (f", hovered spots after {parallax.hover_steps} steps below {100 * parallax.hover_height_m:g} cm"
                if parallax.hover_steps else "")
+    closes = f", re-closed spots after {parallax.hover_closes} closes" if parallax.hover_closes else ""
     held = f", held sphere for {parallax.held_steps} steps" if parallax.held_steps else ""
-    return f"parallax, {parallax.votes} votes{hovered}{held}"
+    return f"parallax, {parallax.votes} votes{hovered}{closes}{held}"
 
 
 def main() -> int:
@@ -69,6 +71,8 @@ def main() -> int:
                                                "hovered spots after STEPS low steps below HEIGHT_M (default: none)")
     p.add_argument("--held", default="", help="comma-separated STEPS, one row each: the shipped filter with the held "
                                               "sphere's last mask for up to STEPS empty frames (default: none)")
+    p.add_argument("--closes", default="", help="comma-separated CLOSES, one row each: the shipped filter with "
+                                                "re-closed spots after CLOSES closes at one table point (default: none)")
     add_episode_arguments(p, CONDITIONS)
     add_json_argument(p, "parallax_filter")
     args = p.parse_args()
@@ -76,9 +80,10 @@ def main() -> int:
     try:
         filters = ([None if int(v) == 0 else dataclasses.replace(SHIPPED, votes=int(v)) for v in args.votes.split(",")
                     if v] + [_hovering(h) for h in args.hover.split(",") if h]
-                   + [dataclasses.replace(SHIPPED, held_steps=int(h)) for h in args.held.split(",") if h])
+                   + [dataclasses.replace(SHIPPED, held_steps=int(h)) for h in args.held.split(",") if h]
+                   + [dataclasses.replace(SHIPPED, hover_closes=int(n)) for n in args.closes.split(",") if n])
         if not filters:
-            raise ValueError("no rows: give --votes, --hover or --held")
+            raise ValueError("no rows: give --votes, --hover, --held or --closes")
         conditions = [validation_condition(c, str(args.photos)) for c in args.conditions.split(",")]
     except (ValueError, KeyError) as e:
         sys.exit(f"parallax_filter: {e}")

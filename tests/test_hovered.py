@@ -80,9 +80,54 @@ def test_the_parallax_filter_runs_hovered_spots_only_when_asked():
     assert f.filter(_mask(low, [LURE]), _proprio(low)).any()  # a new episode: no spot
 
 
-@pytest.mark.parametrize("kwargs", [{"height_m": 0.0}, {"radius_m": -0.01}, {"steps": 0}])
+def _close(spots, tcp_xyz, open_steps=1, points=(LURE,)):
+    """One close of one step over ``tcp_xyz``, then ``open_steps`` open: a tap at a lure. The mask of the close."""
+    closed = _hover(spots, tcp_xyz, 1, closed=True, points=points)[0]
+    _hover(spots, tcp_xyz, open_steps, points=points)
+    return closed
+
+
+def test_a_spot_closed_on_again_and_again_leaves_the_mask():
+    spots = HoveredSpots(CAMERA, height_m=0.03, radius_m=0.02, steps=0, closes=3)
+    low = (*(LURE + 0.004), 0.006)
+    assert _close(spots, low).any() and _close(spots, low).any()
+    assert not len(spots.spots)
+    assert not _close(spots, low).any()  # the 3rd close at the spot makes it one, in the step it begins
+    np.testing.assert_allclose(spots.spots, [LURE + 0.004])
+    high = (0.0, 0.0, 0.15)
+    mask = spots.filter(_mask(high, [LURE, ELSEWHERE]), _proprio(high))
+    assert not _blob_at(mask, high, LURE) and _blob_at(mask, high, ELSEWHERE)
+    spots.reset()
+    assert not len(spots.spots)
+
+
+def test_a_long_close_counts_once_and_closes_apart_do_not_add_up():
+    spots = HoveredSpots(CAMERA, height_m=0.03, radius_m=0.02, steps=0, closes=2)
+    low = (*LURE, 0.006)
+    _hover(spots, low, 30, closed=True)  # one close held 30 steps (a held sphere): one close
+    _hover(spots, low, 30)  # no hovered steps are counted (steps=0): open, low and long
+    assert not len(spots.spots)
+    spots.reset()
+    _close(spots, low)
+    _close(spots, (*ELSEWHERE, 0.006))  # one close here, one 9 cm away
+    assert not len(spots.spots)
+    _close(spots, (*(ELSEWHERE + 0.01), 0.006))  # a second 1.4 cm from the last: within 2 cm
+    np.testing.assert_allclose(spots.spots, [ELSEWHERE + 0.01])
+
+
+def test_the_parallax_filter_runs_re_closed_spots_when_asked():
+    f = ParallaxFilter(SCENE, CAMERA, ParallaxConfig(hover_closes=2))
+    low = (*LURE, 0.006)
+    assert f.hovered is not None and f.hovered.steps == 0
+    assert [bool(_close(f, low).any()) for _ in range(2)] == [True, False]
+
+
+@pytest.mark.parametrize("kwargs", [{"height_m": 0.0}, {"radius_m": -0.01}, {"steps": 0}, {"steps": -1, "closes": 2},
+                                    {"closes": -1}])
 def test_bad_settings_are_refused(kwargs):
     with pytest.raises(ValueError, match="hovered spots need"):
         HoveredSpots(CAMERA, **{"height_m": 0.03, "radius_m": 0.02, "steps": 3, **kwargs})
     with pytest.raises(ValueError, match="hover_steps"):
         ParallaxConfig(hover_steps=-1)
+    with pytest.raises(ValueError, match="hover_closes"):
+        ParallaxConfig(hover_closes=-1)

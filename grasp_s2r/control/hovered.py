@@ -9,13 +9,18 @@ near one table point (within ``radius_m`` of where that stay began) since the gr
 of them the point is a hovered spot, and every later blob of the mask whose centroid lies on the table within
 ``radius_m`` of a hovered spot is taken out of the mask (table coordinates: the spot moves across the image as the
 camera moves). With the lure gone the controller sees what else the mask shows, or nothing, and searches as it does
-for a lost sphere.
+for a lost sphere. With ``closes`` set, a point the gripper has closed over that many times (each close begun within
+``radius_m`` of it) is a hovered spot too: over a lure the controller closes, opens and closes again, a step or two
+each, at the same spot, where a sphere is held after a close or, squeezed out of the fingers, closed on a few times
+(at most 5 on validation episodes that grasped it; docs/control.md, *Re-closed spots*).
 
 Everything it reads is what a robot has: the TCP's position above the table (kinematics), whether the gripper is
-closed, and the mask. Numpy and OpenCV only. Off in the shipped filter (``ParallaxConfig.hover_steps`` = 0): on
-validation episodes it grasps 2 more of 300 as the table and 1 fewer behind the sphere (docs/control.md, *Hovered
-spots*). A close ends a stay: a sphere squeezed out of the fingers is closed on again and again before it is held,
-and counting across those closes gave it up (``dynamics-shift``).
+closed, and the mask. Numpy and OpenCV only. The hovered steps are off in the shipped filter
+(``ParallaxConfig.hover_steps`` = 0): on validation episodes they grasp 2 more of 300 as the table and 1 fewer
+behind the sphere (docs/control.md, *Hovered spots*). A close ends a stay: a sphere squeezed out of the fingers is
+closed on again and again before it is held, and counting across those closes gave it up (``dynamics-shift``). The
+re-closed spots are on (``hover_closes`` = 6): 1 more of 300 as the table on each of two validation photo sets,
+none fewer in any condition (*Re-closed spots*).
 """
 
 from __future__ import annotations
@@ -33,11 +38,13 @@ _CLOSED = PROPRIO_NAMES.index("gripper_closed")
 class HoveredSpots:
     """One episode's hovered spots; ``filter(mask, proprio)`` at every step returns the mask without them."""
 
-    def __init__(self, camera: CameraConfig, height_m: float, radius_m: float, steps: int):
-        if height_m <= 0 or radius_m <= 0 or steps < 1:
-            raise ValueError(f"hovered spots need height_m > 0, radius_m > 0 and steps >= 1, got {height_m}, "
-                             f"{radius_m}, {steps}")
-        self.camera, self.height_m, self.radius_m, self.steps = camera, height_m, radius_m, steps
+    def __init__(self, camera: CameraConfig, height_m: float, radius_m: float, steps: int, closes: int = 0):
+        if height_m <= 0 or radius_m <= 0 or steps < 0 or closes < 0 or not (steps or closes):
+            raise ValueError(f"hovered spots need height_m > 0, radius_m > 0, steps >= 0 and closes >= 0, not both 0; "
+                             f"got {height_m}, {radius_m}, {steps}, {closes}")
+        self.camera, self.height_m, self.radius_m = camera, height_m, radius_m
+        self.steps, self.closes = steps, closes
+        """Low open-gripper steps, and closes, at one point that make it a hovered spot (0: that count is off)."""
         self.reset()
 
     def reset(self) -> None:
@@ -48,10 +55,23 @@ class HoveredSpots:
         """Table (x, y) where the current low stay began."""
         self._count = 0
         """Low, open-gripper steps within ``radius_m`` of the anchor since the gripper last closed."""
+        self._close_xy = np.zeros((0, 2))
+        """Table (x, y) of the TCP where each close of the episode began."""
+        self._was_closed = False
+
+    def _count_close(self, tcp: np.ndarray) -> None:
+        self._close_xy = np.vstack([self._close_xy, tcp[:2]])
+        if np.count_nonzero(np.hypot(*(self._close_xy - tcp[:2]).T) <= self.radius_m) >= self.closes:
+            self.spots = np.vstack([self.spots, tcp[:2]])
 
     def _count_step(self, tcp: np.ndarray, gripper_closed: bool) -> None:
+        began_close, self._was_closed = gripper_closed and not self._was_closed, gripper_closed
+        if began_close and self.closes:
+            self._count_close(tcp)
         if gripper_closed:  # a close ends the stay: a sphere that slips is closed on again and again
             self._anchor, self._count = None, 0
+            return
+        if not self.steps:
             return
         if tcp[2] >= self.height_m:
             return

@@ -11,7 +11,8 @@ went where the table point went, a vote for "on the table". A spot with ``votes`
 votes is taken out of every later mask of the episode (image coordinates: it stays put).
 
 Votes are cast only while the gripper is open: a held sphere moves with the camera too. With ``hover_steps`` set
-(off in the shipped filter) it also drops the lures that lie on the table once the gripper has hovered over them
+(off in the shipped filter) it also drops the lures that lie on the table once the gripper has hovered over them,
+and with ``hover_closes`` set (as shipped) once it has closed over them again and again
 (:mod:`grasp_s2r.control.hovered`). With ``held_steps`` set (as shipped) a sphere the closed gripper holds keeps
 its last mask where the segmenter loses it in the lift (:mod:`grasp_s2r.control.held`). Numpy and OpenCV only; the
 same class runs in the batched rollouts (``runtime.pool``) and in ``GraspAgent``.
@@ -51,6 +52,9 @@ class ParallaxConfig:
     """TCP height above the table (m) below which a step counts as hovering."""
     hover_radius_m: float = 0.02
     """Table distance (m): a stay's extent, and how near a hovered spot a blob's centroid is dropped."""
+    hover_closes: int = 0
+    """Re-closed spots (``control.hovered``): after this many closes of the gripper begun within ``hover_radius_m``
+    of one table point, detections there leave the mask; 0: off."""
     held_steps: int = 0
     """Held sphere (``control.held``): while the closed gripper holds something, up to this many empty masks in a
     row get the last non-empty mask back; 0: off."""
@@ -63,16 +67,18 @@ class ParallaxConfig:
                              "else a blob that moved as the table does also counts as staying put")
         if self.votes < 1:
             raise ValueError(f"votes must be >= 1, got {self.votes}")
-        if self.hover_steps < 0:
-            raise ValueError(f"hover_steps must be >= 0 (0: off), got {self.hover_steps}")
+        if self.hover_steps < 0 or self.hover_closes < 0:
+            raise ValueError(f"hover_steps and hover_closes must be >= 0 (0: off), got {self.hover_steps}, "
+                             f"{self.hover_closes}")
         if self.held_steps < 0:
             raise ValueError(f"held_steps must be >= 0 (0: off), got {self.held_steps}")
 
 
-SHIPPED = ParallaxConfig(held_steps=3)
-"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run: 3 votes, no hovered spots, the held sphere's last mask for up
-to 3 empty frames (chosen on validation episodes: ``benchmarks/parallax_filter.py``; hovered spots cost a condition
-there, the held sphere raised every condition: docs/control.md)."""
+SHIPPED = ParallaxConfig(held_steps=3, hover_closes=6)
+"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run: 3 votes, no hovered steps, a table point closed on 6 times
+given up, the held sphere's last mask for up to 3 empty frames (chosen on validation episodes:
+``benchmarks/parallax_filter.py``; hovered steps cost a condition there; re-closed spots and the held sphere raised
+one or every condition and lowered none: docs/control.md)."""
 
 
 class ParallaxFilter:
@@ -81,8 +87,8 @@ class ParallaxFilter:
     def __init__(self, scene: SceneConfig, camera: CameraConfig, config: ParallaxConfig | None = None):
         self.scene, self.camera = scene, camera
         self.config = c = config or ParallaxConfig()
-        self.hovered = (HoveredSpots(camera, c.hover_height_m, c.hover_radius_m, c.hover_steps) if c.hover_steps
-                        else None)
+        self.hovered = (HoveredSpots(camera, c.hover_height_m, c.hover_radius_m, c.hover_steps, c.hover_closes)
+                        if c.hover_steps or c.hover_closes else None)
         """The spots the open gripper hovered low over (``control.hovered``), or None where they are off."""
         self.held = HeldSphere(c.held_steps, c.held_min_gap_m) if c.held_steps else None
         """The held sphere's last mask (``control.held``), or None where it is off."""
