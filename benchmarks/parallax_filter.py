@@ -52,6 +52,12 @@ def _hovering(text: str) -> ParallaxConfig:
     return dataclasses.replace(SHIPPED, hover_steps=int(steps), hover_height_m=float(height))
 
 
+def _near(text: str) -> ParallaxConfig:
+    """The shipped filter with the near sphere of ``--near``'s ``STEPS`` or ``STEPS+HOVER``."""
+    steps, _, hover = text.partition("+")
+    return dataclasses.replace(SHIPPED, near_steps=int(steps), **({"hover_steps": int(hover)} if hover else {}))
+
+
 def describe(parallax: ParallaxConfig | None) -> str:
     """A row's name: what the filter does."""
     if parallax is None:
@@ -60,7 +66,9 @@ def describe(parallax: ParallaxConfig | None) -> str:
                if parallax.hover_steps else "")
     closes = f", re-closed spots after {parallax.hover_closes} closes" if parallax.hover_closes else ""
     held = f", held sphere for {parallax.held_steps} steps" if parallax.held_steps else ""
-    return f"parallax, {parallax.votes} votes{hovered}{closes}{held}"
+    near = (f", near sphere for {parallax.near_steps} steps below {100 * parallax.near_height_m:g} cm"
+            if parallax.near_steps else "")
+    return f"parallax, {parallax.votes} votes{hovered}{closes}{held}{near}"
 
 
 def main() -> int:
@@ -73,6 +81,9 @@ def main() -> int:
                                               "sphere's last mask for up to STEPS empty frames (default: none)")
     p.add_argument("--closes", default="", help="comma-separated CLOSES, one row each: the shipped filter with "
                                                 "re-closed spots after CLOSES closes at one table point (default: none)")
+    p.add_argument("--near", default="", help="comma-separated STEPS or STEPS+HOVER, one row each: the shipped filter "
+                                              "with the near sphere's last mask for up to STEPS empty frames (and "
+                                              "hovered spots after HOVER low steps) (default: none)")
     add_episode_arguments(p, CONDITIONS)
     add_json_argument(p, "parallax_filter")
     args = p.parse_args()
@@ -81,7 +92,8 @@ def main() -> int:
         filters = ([None if int(v) == 0 else dataclasses.replace(SHIPPED, votes=int(v)) for v in args.votes.split(",")
                     if v] + [_hovering(h) for h in args.hover.split(",") if h]
                    + [dataclasses.replace(SHIPPED, held_steps=int(h)) for h in args.held.split(",") if h]
-                   + [dataclasses.replace(SHIPPED, hover_closes=int(n)) for n in args.closes.split(",") if n])
+                   + [dataclasses.replace(SHIPPED, hover_closes=int(n)) for n in args.closes.split(",") if n]
+                   + [_near(n) for n in args.near.split(",") if n])
         if not filters:
             raise ValueError("no rows: give --votes, --hover, --held or --closes")
         conditions = [validation_condition(c, str(args.photos)) for c in args.conditions.split(",")]

@@ -15,12 +15,11 @@ each, at the same spot, where a sphere is held after a close or, squeezed out of
 (at most 5 on validation episodes that grasped it; docs/control.md, *Re-closed spots*).
 
 Everything it reads is what a robot has: the TCP's position above the table (kinematics), whether the gripper is
-closed, and the mask. Numpy and OpenCV only. The hovered steps are off in the shipped filter
-(``ParallaxConfig.hover_steps`` = 0): on validation episodes they grasp 2 more of 300 as the table and 1 fewer
-behind the sphere (docs/control.md, *Hovered spots*). A close ends a stay: a sphere squeezed out of the fingers is
-closed on again and again before it is held, and counting across those closes gave it up (``dynamics-shift``). The
-re-closed spots are on (``hover_closes`` = 6): 1 more of 300 as the table on each of two validation photo sets,
-none fewer in any condition (*Re-closed spots*).
+closed, and the mask. Numpy and OpenCV only. A close ends a stay: a sphere squeezed out of the fingers is closed on
+again and again before it is held, and counting across those closes gave it up (``dynamics-shift``). The closes
+ship (``ParallaxConfig.hover_closes`` = 6), the hovered steps do not (``hover_steps`` = 0): on validation episodes
+they lowered a condition alone (one episode behind the sphere) and beside the near sphere (``control.near``: one
+episode as the table of a second photo set); docs/control.md, *Hovered spots*, *Re-closed spots*.
 """
 
 from __future__ import annotations
@@ -58,6 +57,7 @@ class HoveredSpots:
         self._close_xy = np.zeros((0, 2))
         """Table (x, y) of the TCP where each close of the episode began."""
         self._was_closed = False
+        """Whether the gripper was closed at the last step (a close begins where it was not)."""
 
     def _count_close(self, tcp: np.ndarray) -> None:
         self._close_xy = np.vstack([self._close_xy, tcp[:2]])

@@ -10,11 +10,12 @@ where it was (and nothing appeared where the table point went), the spot gets a 
 went where the table point went, a vote for "on the table". A spot with ``votes`` more far-away votes than table
 votes is taken out of every later mask of the episode (image coordinates: it stays put).
 
-Votes are cast only while the gripper is open: a held sphere moves with the camera too. With ``hover_steps`` set
-(off in the shipped filter) it also drops the lures that lie on the table once the gripper has hovered over them,
-and with ``hover_closes`` set (as shipped) once it has closed over them again and again
-(:mod:`grasp_s2r.control.hovered`). With ``held_steps`` set (as shipped) a sphere the closed gripper holds keeps
-its last mask where the segmenter loses it in the lift (:mod:`grasp_s2r.control.held`). Numpy and OpenCV only; the
+Votes are cast only while the gripper is open: a held sphere moves with the camera too. With ``hover_steps`` and
+``hover_closes`` set it also drops the lures that lie on the table once the gripper has hovered over them, or closed
+over them again and again (:mod:`grasp_s2r.control.hovered`). With ``held_steps`` set a sphere the closed gripper
+holds keeps its last mask where the segmenter loses it in the lift (:mod:`grasp_s2r.control.held`), and with
+``near_steps`` set a sphere seen large just under the open fingers (:mod:`grasp_s2r.control.near`). The shipped
+filter (:data:`SHIPPED`) runs every rule but the hovered steps. Numpy and OpenCV only; the
 same class runs in the batched rollouts (``runtime.pool``) and in ``GraspAgent``.
 """
 
@@ -27,6 +28,7 @@ import numpy as np
 
 from grasp_s2r.control.held import HeldSphere
 from grasp_s2r.control.hovered import HoveredSpots
+from grasp_s2r.control.near import NearSphere
 from grasp_s2r.control.wrist_geometry import TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES
@@ -46,8 +48,7 @@ class ParallaxConfig:
     """Far-away votes, beyond the table votes, that take a spot out of the mask."""
     hover_steps: int = 0
     """Hovered spots (``control.hovered``): after this many steps of the open gripper below ``hover_height_m``
-    within ``hover_radius_m`` of one table point since it last closed, detections there leave the mask; 0: off
-    (measured with 16: docs/control.md, *Hovered spots*)."""
+    within ``hover_radius_m`` of one table point since it last closed, detections there leave the mask; 0: off."""
     hover_height_m: float = 0.04
     """TCP height above the table (m) below which a step counts as hovering."""
     hover_radius_m: float = 0.02
@@ -60,6 +61,14 @@ class ParallaxConfig:
     row get the last non-empty mask back; 0: off."""
     held_min_gap_m: float = 0.004
     """Finger gap (m) at or above which the closed gripper holds something (closed on nothing, the fingers meet)."""
+    near_steps: int = 0
+    """Near sphere (``control.near``): while the open gripper's TCP is below ``near_height_m``, up to this many empty
+    masks in a row get the last non-empty one back, moved with the table, where it covered at least ``near_min_px``
+    pixels; 0: off."""
+    near_height_m: float = 0.05
+    """TCP height above the table (m) below which the near sphere's rule acts."""
+    near_min_px: int = 20
+    """Pixels the last mask must cover for the near sphere's rule to give it back."""
 
     def __post_init__(self) -> None:
         if self.min_shift_px < 2 * self.match_px:
@@ -70,15 +79,16 @@ class ParallaxConfig:
         if self.hover_steps < 0 or self.hover_closes < 0:
             raise ValueError(f"hover_steps and hover_closes must be >= 0 (0: off), got {self.hover_steps}, "
                              f"{self.hover_closes}")
-        if self.held_steps < 0:
-            raise ValueError(f"held_steps must be >= 0 (0: off), got {self.held_steps}")
+        if self.held_steps < 0 or self.near_steps < 0:
+            raise ValueError(f"held_steps and near_steps must be >= 0 (0: off), got {self.held_steps}, "
+                             f"{self.near_steps}")
 
 
-SHIPPED = ParallaxConfig(held_steps=3, hover_closes=6)
-"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run: 3 votes, no hovered steps, a table point closed on 6 times
-given up, the held sphere's last mask for up to 3 empty frames (chosen on validation episodes:
-``benchmarks/parallax_filter.py``; hovered steps cost a condition there; re-closed spots and the held sphere raised
-one or every condition and lowered none: docs/control.md)."""
+SHIPPED = ParallaxConfig(hover_closes=6, held_steps=3, near_steps=1)
+"""The filter ``GraspAgent`` and ``grasp-s2r eval`` run: 3 votes; a table point closed over 6 times given up (no
+hovered steps); the held sphere's last mask for up to 3 empty frames, the near sphere's for 1. Chosen on validation
+episodes (``benchmarks/parallax_filter.py``): each rule shipped raised a condition and lowered none; hovered steps
+cost one condition or another (docs/control.md)."""
 
 
 class ParallaxFilter:
@@ -92,6 +102,8 @@ class ParallaxFilter:
         """The spots the open gripper hovered low over (``control.hovered``), or None where they are off."""
         self.held = HeldSphere(c.held_steps, c.held_min_gap_m) if c.held_steps else None
         """The held sphere's last mask (``control.held``), or None where it is off."""
+        self.near = NearSphere(camera, c.near_steps, c.near_height_m, c.near_min_px) if c.near_steps else None
+        """The near sphere's last mask (``control.near``), or None where it is off."""
         self.reset()
 
     def reset(self) -> None:
@@ -106,6 +118,8 @@ class ParallaxFilter:
             self.hovered.reset()
         if self.held is not None:
             self.held.reset()
+        if self.near is not None:
+            self.near.reset()
 
     @property
     def far_spots(self) -> np.ndarray:
@@ -126,7 +140,9 @@ class ParallaxFilter:
         mask = self._without_far(mask, proprio)
         if self.hovered is not None:
             mask = self.hovered.filter(mask, proprio)
-        return mask if self.held is None else self.held.filter(mask, proprio)
+        if self.held is not None:
+            mask = self.held.filter(mask, proprio)
+        return mask if self.near is None else self.near.filter(mask, proprio)
 
     def _without_far(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
         mask = np.asarray(mask, dtype=bool)
