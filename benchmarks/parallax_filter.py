@@ -1,8 +1,8 @@
 """The parallax filter of far-away detections beside the shipped controller, on validation episodes: with and
-without it, with other vote counts, and with other settings of its hovered spots.
+without it, with other vote counts, and with other settings of its rules.
 
     python benchmarks/parallax_filter.py --photos DIR [--votes 0,3,2] [--hover 10/0.03,16/0.04] [--held 5,10]
-        [--closes 4,6] [--episodes 300] [--conditions C,...] [--workers 2] [--save]
+        [--closes 4,6] [--near 0+0,1+0,1+16] [--episodes 300] [--conditions C,...] [--workers 2] [--save]
 
 The shipped segmenter and controller act in every row. A ``--votes`` row of 0 gives the controller the segmenter's
 masks as they are (no filter); each other one drops the detections that stay put in the image while the camera
@@ -11,7 +11,9 @@ shipped; each ``--hover STEPS/HEIGHT_M`` row is the shipped filter with hovered 
 gripper below HEIGHT_M (``control.hovered``; 0 steps: none); each ``--held STEPS`` row is the shipped filter that gives
 up to STEPS empty masks in a row the last non-empty one while the closed gripper holds something (``control.held``;
 0: none); each ``--closes N`` row is the shipped filter with re-closed spots after N closes begun near one table
-point (``control.hovered``; 0: none). ``DIR``: a folder of validation photos for the unseen conditions (never the
+point (``control.hovered``; 0: none); each ``--near STEPS[+HOVER]`` row is the shipped filter with the near sphere's
+last mask for up to STEPS empty frames under the open gripper (``control.near``; 0: none), and with +HOVER hovered
+spots after HOVER low steps (0: none). ``DIR``: a folder of validation photos for the unseen conditions (never the
 held-out ones). Writes ``runs/benchmarks/parallax_filter.json`` (``--save``:
 ``benchmarks/results/``).
 """
@@ -95,7 +97,7 @@ def main() -> int:
                    + [dataclasses.replace(SHIPPED, hover_closes=int(n)) for n in args.closes.split(",") if n]
                    + [_near(n) for n in args.near.split(",") if n])
         if not filters:
-            raise ValueError("no rows: give --votes, --hover, --held or --closes")
+            raise ValueError("no rows: give --votes, --hover, --held, --closes or --near")
         conditions = [validation_condition(c, str(args.photos)) for c in args.conditions.split(",")]
     except (ValueError, KeyError) as e:
         sys.exit(f"parallax_filter: {e}")

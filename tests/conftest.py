@@ -21,6 +21,24 @@ def env():
     yield e
     e.close()
 
+@pytest.fixture(scope="session")
+def shipped_gt_episodes():
+    """Four recorded real episodes (PyBullet; seeds 300-303) of the shipped controller on ground-truth masks: the
+    approaches and lifts the mask filter's rules are checked on (``tests/test_held.py``, ``tests/test_near.py``)."""
+    import torch
+
+    from grasp_s2r.agent import default_controller_path
+    from grasp_s2r.control.policy import Policy
+    from grasp_s2r.runtime.masks import GroundTruthMasks
+    from grasp_s2r.runtime.pool import RolloutPool
+    from grasp_s2r.runtime.records import EpisodeRequest
+    from grasp_s2r.sim.config import control_env_config
+
+    torch.set_num_threads(1)
+    policy = Policy.load(default_controller_path(), "cpu")[0]
+    with RolloutPool(control_env_config(), 2) as pool:
+        return pool.run([EpisodeRequest(seed=300 + i) for i in range(4)], policy, GroundTruthMasks(), progress=False)
+
 @pytest.fixture(autouse=True, scope="session")
 def ctrl_c_as_from_a_terminal():
     """Commands the tests interrupt get Ctrl-C's default disposition, as a command typed in a terminal has it. A test

@@ -70,23 +70,11 @@ def test_bad_settings_are_refused(kwargs):
         ParallaxConfig(held_steps=-1)
 
 
-def test_a_held_sphere_stays_on_its_pixels_in_real_lifts():
+def test_a_held_sphere_stays_on_its_pixels_in_real_lifts(shipped_gt_episodes):
     """Real episodes (PyBullet, the shipped controller, ground-truth masks): where a segmenter loses the sphere once
     the gripper has closed on it, the filter's mask for those frames is the last one seen before, and the sphere is
     really there (it moves with the camera): it covers most of the sphere's true pixels in every such frame."""
-    import torch
-
-    from grasp_s2r.agent import default_controller_path
-    from grasp_s2r.control.policy import Policy
-    from grasp_s2r.runtime.masks import GroundTruthMasks
-    from grasp_s2r.runtime.pool import RolloutPool
-    from grasp_s2r.runtime.records import EpisodeRequest
-    from grasp_s2r.sim.config import control_env_config
-
-    torch.set_num_threads(1)
-    policy = Policy.load(default_controller_path(), "cpu")[0]
-    with RolloutPool(control_env_config(), 2) as pool:
-        recs = pool.run([EpisodeRequest(seed=300 + i) for i in range(4)], policy, GroundTruthMasks(), progress=False)
+    recs = shipped_gt_episodes
     lifts = 0
     for rec in recs:
         if not rec.success:

@@ -78,23 +78,11 @@ def test_the_parallax_filter_runs_it_only_when_asked():
         ParallaxConfig(near_steps=-1)
 
 
-def test_a_near_sphere_lands_on_the_sphere_in_real_approaches():
+def test_a_near_sphere_lands_on_the_sphere_in_real_approaches(shipped_gt_episodes):
     """Real episodes (PyBullet, the shipped controller, ground-truth masks): where the open gripper is low and a
     segmenter loses the sphere for two frames, the mask given back lies on the sphere (its pixels are the sphere's,
     its centre within 2 px of the sphere's; it is smaller, since the sphere grows as the gripper descends)."""
-    import torch
-
-    from grasp_s2r.agent import default_controller_path
-    from grasp_s2r.control.policy import Policy
-    from grasp_s2r.runtime.masks import GroundTruthMasks
-    from grasp_s2r.runtime.pool import RolloutPool
-    from grasp_s2r.runtime.records import EpisodeRequest
-    from grasp_s2r.sim.config import control_env_config
-
-    torch.set_num_threads(1)
-    policy = Policy.load(default_controller_path(), "cpu")[0]
-    with RolloutPool(control_env_config(), 2) as pool:
-        recs = pool.run([EpisodeRequest(seed=300 + i) for i in range(4)], policy, GroundTruthMasks(), progress=False)
+    recs = shipped_gt_episodes
     given = 0
     for rec in recs:
         masks, proprio, truth = rec.arrays["input_mask"], rec.arrays["proprio"], rec.arrays["sphere_mask"]
