@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grasp_s2r.sim.env import PROPRIO_NAMES
-
-_GAP, _CLOSED = PROPRIO_NAMES.index("finger_gap_m"), PROPRIO_NAMES.index("gripper_closed")
+from grasp_s2r.control.wrist_geometry import FINGER_GAP_INDEX, GRIPPER_CLOSED_INDEX
 
 
 class HeldSphere:
@@ -47,7 +45,7 @@ class HeldSphere:
             return mask
         self._empty += 1
         p = np.asarray(proprio, dtype=float)
-        holding = p[_CLOSED] >= 0.5 and p[_GAP] >= self.min_gap_m
+        holding = p[GRIPPER_CLOSED_INDEX] >= 0.5 and p[FINGER_GAP_INDEX] >= self.min_gap_m
         if holding and self._last is not None and self._empty <= self.steps:
             return self._last.copy()
         return mask

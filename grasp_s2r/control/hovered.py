@@ -27,11 +27,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from grasp_s2r.control.wrist_geometry import TCP_INDEX, WristView
+from grasp_s2r.control.wrist_geometry import GRIPPER_CLOSED_INDEX, TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig
-from grasp_s2r.sim.env import PROPRIO_NAMES
-
-_CLOSED = PROPRIO_NAMES.index("gripper_closed")
 
 
 class HoveredSpots:
@@ -86,7 +83,7 @@ class HoveredSpots:
         """This step's mask bool (H, W) without the blobs on hovered spots; counts this step first."""
         p = np.asarray(proprio, dtype=float)
         tcp = p[TCP_INDEX]
-        self._count_step(tcp, p[_CLOSED] >= 0.5)
+        self._count_step(tcp, p[GRIPPER_CLOSED_INDEX] >= 0.5)
         mask = np.asarray(mask, dtype=bool)
         if not len(self.spots) or not mask.any():
             return mask

@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grasp_s2r.control.wrist_geometry import TCP_INDEX, WristView
+from grasp_s2r.control.wrist_geometry import GRIPPER_CLOSED_INDEX, TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig
-from grasp_s2r.sim.env import PROPRIO_NAMES
-
-_CLOSED = PROPRIO_NAMES.index("gripper_closed")
 
 
 def shifted(mask: np.ndarray, d_col: int, d_row: int) -> np.ndarray:
@@ -65,7 +62,7 @@ class NearSphere:
             self._last, self._last_tcp, self._empty = mask.copy(), tcp.copy(), 0
             return mask
         self._empty += 1
-        near = p[_CLOSED] < 0.5 and tcp[2] < self.height_m
+        near = p[GRIPPER_CLOSED_INDEX] < 0.5 and tcp[2] < self.height_m
         if not near or self._last is None or self._empty > self.steps or self._last.sum() < self.min_px:
             return mask
         rows, cols = np.nonzero(self._last)

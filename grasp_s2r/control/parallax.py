@@ -29,11 +29,8 @@ import numpy as np
 from grasp_s2r.control.held import HeldSphere
 from grasp_s2r.control.hovered import HoveredSpots
 from grasp_s2r.control.near import NearSphere
-from grasp_s2r.control.wrist_geometry import TCP_INDEX, WristView
+from grasp_s2r.control.wrist_geometry import FINGER_GAP_INDEX, GRIPPER_CLOSED_INDEX, TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
-from grasp_s2r.sim.env import PROPRIO_NAMES
-
-_GAP, _CLOSED = PROPRIO_NAMES.index("finger_gap_m"), PROPRIO_NAMES.index("gripper_closed")
 
 
 @dataclass(frozen=True)
@@ -150,7 +147,7 @@ class ParallaxFilter:
             self._previous = None
             return mask
         p = np.asarray(proprio, dtype=float)
-        gripper_open = p[_CLOSED] < 0.5 and p[_GAP] >= self.scene.fingers_open_gap_m
+        gripper_open = p[GRIPPER_CLOSED_INDEX] < 0.5 and p[FINGER_GAP_INDEX] >= self.scene.fingers_open_gap_m
         view = WristView.at(p[TCP_INDEX], self.camera)
         n, labels, _, centroids = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
         now = np.asarray(centroids[1:n], dtype=float).reshape(-1, 2)

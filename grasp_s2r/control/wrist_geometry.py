@@ -3,8 +3,8 @@
 The gripper points straight down at every step (the env holds its orientation), so the camera's pose follows from
 the TCP position: the palm link sits ``PALM_ABOVE_TCP_M`` above the TCP, and the camera is mounted on it as
 ``CameraConfig`` says, without the few millimetres and degrees of per-episode jitter the simulator adds. A robot
-knows its TCP by kinematics, so what reads this (``control.parallax``, ``control.hovered``) runs on a real arm as in
-the simulator. Numpy only.
+knows its TCP by kinematics, so what reads this (``control.parallax``, ``control.hovered``, ``control.near``) runs on a
+real arm as in the simulator. Numpy only.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ from grasp_s2r.sim.env import PROPRIO_NAMES
 TCP_INDEX = [PROPRIO_NAMES.index(n) for n in ("tcp_x_world_m", "tcp_y_world_m", "tcp_z_above_table_m")]
 """Where the TCP's table-frame x, y and height above the table sit in the proprioception vector: what
 :meth:`WristView.at` takes."""
+FINGER_GAP_INDEX = PROPRIO_NAMES.index("finger_gap_m")
+GRIPPER_CLOSED_INDEX = PROPRIO_NAMES.index("gripper_closed")
+"""Where the finger gap (m) and the gripper's closed flag sit in it: the rest of what the mask filter's rules read
+(``control.parallax``, ``control.hovered``, ``control.held``, ``control.near``)."""
 PALM_ABOVE_TCP_M = 0.055
 """The palm link's origin above the TCP (the gripper points straight down): measured in the simulator."""
 _R_WORLD_PALM = np.diag([1.0, -1.0, -1.0])
