@@ -2,9 +2,10 @@
 
 One step: camera image (any size, any field of view at least the trained one) -> centre crop + resize to the
 trained field of view -> segmenter -> sphere mask -> parallax filter (drops the detections that stay put in the
-image as the camera moves: far away, not on the table; ``control.parallax``; and gives a sphere the closed gripper
-holds its last mask where the segmenter loses it in the lift: ``control.held``) -> controller (mask +
-proprioception) -> action.
+image as the camera moves: far away, not on the table; ``control.parallax``; and those at a table point the gripper
+has closed over again and again: ``control.hovered``; gives a sphere the closed gripper holds its last mask where the
+segmenter loses it in the lift, ``control.held``, and one it loses for a frame just under the open fingers,
+``control.near``) -> controller (mask + proprioception) -> action.
 
 Inputs of :meth:`GraspAgent.act`:
 
@@ -18,7 +19,7 @@ Inputs of :meth:`GraspAgent.act`:
       tcp_y_world_m        TCP y in the table frame, metres   (read by the parallax filter, and a controller of ``--tcp-xy``)
       tcp_z_above_table_m  TCP height above the table top, metres (TCP: between the fingertip pads)
       finger_gap_m         distance between the two finger pads, metres (0.04 fully open; the held-sphere rule reads it)
-      gripper_closed       1.0 if the last gripper command was "close", else 0.0 (read by the filter too)
+      gripper_closed       1.0 if the last gripper command was "close", else 0.0 (read by the filter's rules too)
 
 Output: ``AgentStep.action`` float64 (4,) in [-1, 1] (what ``GraspEnv.step`` takes): ``action[:3]`` is the TCP
 displacement along the table frame's x, y, z (+z up; the gripper points straight down, palm +x = table +x) in
