@@ -124,8 +124,9 @@ def segmenter_recipe_table(d: Path) -> str:
     """Each candidate segmenter (with the shipped controller or its own) on validation episodes
     (``segmenter_recipe``): a column a condition any run measured, in the order first run (an unseen-photo condition
     once per photo folder: ``backgrounds-unseen on DIR``); a row a candidate, the shipped one once with the cells
-    of every run (validation seeds from the first: a cell measured twice shows its longest run); a cell its row was
-    not run on: "-"; the mean over the row's cells."""
+    of every run (validation seeds from the first: a cell measured twice shows its longest run, the later of two as
+    long, as the shipped system's weights and mask filter change between runs); a cell its row was not run on: "-";
+    the mean over the row's cells."""
     loaded = [(name, res) for name in segmenter_recipe_runs(d) if (res := load(name, d)) is not None]
     if not loaded:
         return not_measured("segmenter_recipe")
@@ -141,8 +142,8 @@ def segmenter_recipe_table(d: Path) -> str:
             cells = seen.setdefault(label + camera_label(r.get("camera_px", 64)), {})
             for c, v in r["validation"].items():
                 key = column(res, c)
-                if key not in cells or v["episodes"] > cells[key]["episodes"]:
-                    cells[key] = v  # the same seeds from the first: the most episodes kept
+                if key not in cells or v["episodes"] >= cells[key]["episodes"]:
+                    cells[key] = v  # the same seeds from the first: the most episodes, the latest run, kept
                 if key not in conditions:
                     conditions.append(key)
 

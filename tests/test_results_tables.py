@@ -158,6 +158,16 @@ def test_segmenter_recipe_rows_name_their_camera_and_leave_unrun_conditions_blan
     assert "| nominal | start-out-of-view | backgrounds-unseen on VAL | mean |" in text
     shipped_line = next(line for line in text.splitlines() if line.startswith("| `shipped`"))
     assert shipped_line.startswith("| `shipped` | 90.0 (85.0-95.0) | 90.0 (74.0-97.0) | 70.0 (65.0-75.0) |")
+    # WHEN a fourth run measures the shipped system (since changed) on as many episodes of one condition
+    again = {"successes": 29, "episodes": 30, "ci_low": 0.83, "ci_high": 0.99}
+    results_io.write_results(results / "segmenter_recipe-4.json", "segmenter_recipe",
+                             {"episodes": 30, "conditions": ["start-out-of-view"],
+                              "rows": {"shipped": {"camera_px": 64, "validation": {"start-out-of-view": again}}}},
+                             ns, save=True, argv=["benchmarks/segmenter_recipe.py"])
+    text = tables_training.segmenter_recipe_table(results)
+    # THEN that cell is the later run's: the shipped system as it is now
+    shipped_line = next(line for line in text.splitlines() if line.startswith("| `shipped`"))
+    assert shipped_line.startswith("| `shipped` | 90.0 (85.0-95.0) | 96.7 (83.0-99.0) | 70.0 (65.0-75.0) |")
 
 
 def test_val_suites_rows_show_the_shipped_segmenter_once_and_unmeasured_cells_blank(tmp_path):
