@@ -1,7 +1,7 @@
 """The controller's input masks made other ways at test time, end to end on validation episodes (no training).
 
     python benchmarks/mask_variants.py --photos DIR [--ensemble CKPT,...] [--flip] [--keep-largest]
-        [--episodes 300] [--conditions C,...] [--workers 2] [--save]
+        [--above HEIGHT_M:CKPT,...] [--episodes 300] [--conditions C,...] [--workers 2] [--save]
 
 The shipped controller and parallax filter act in every row; the first row is the shipped system. Each further row
 changes one thing about the masks:
@@ -11,7 +11,11 @@ changes one thing about the masks:
 - ``--flip``: the shipped segmenter's probabilities on each image and on its mirror image, averaged (test-time
   augmentation);
 - ``--keep-largest``: only the mask's largest blob reaches the filter and the controller (the controller reads the
-  mask's moments, whose centroid lies between a sphere and a lure: does committing to one blob help?).
+  mask's moments, whose centroid lies between a sphere and a lure: does committing to one blob help?);
+- ``--above HEIGHT_M:CKPT,...``: one row each, that segmenter's masks in the frames whose TCP is more than HEIGHT_M
+  above the table, the shipped segmenter's below (a segmenter with fewer lures where the search looks, the one the
+  controller was trained over where it grasps). The mask source sees no proprioception, so the row swaps the
+  pool's learner step (:func:`above_height`) for its episodes.
 
 ``DIR``: a folder of validation photos for the unseen conditions (never the held-out ones). Writes
 ``runs/benchmarks/mask_variants.json`` (``--save``: ``benchmarks/results/``).
@@ -20,6 +24,7 @@ changes one thing about the masks:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -30,8 +35,10 @@ from results_io import add_json_argument, display_path, write_results
 from torch import nn
 from validation import add_episode_arguments, check_episode_arguments, validate
 
-from grasp_s2r.agent import default_controller_path
+import grasp_s2r.runtime.pool as pool_module
+from grasp_s2r.agent import default_controller_path, learner_step
 from grasp_s2r.control.policy import Policy
+from grasp_s2r.control.wrist_geometry import TCP_INDEX
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.sim.config import control_env_config
@@ -77,16 +84,58 @@ class LargestBlob:
         return self.source.gripper(rgb, gt_gripper)
 
 
+@contextlib.contextmanager
+def above_height(height_m: float, high):
+    """While open, the pool's learner step gives the rows whose TCP is more than ``height_m`` above the table the
+    masks of the mask source ``high`` instead of its own source's."""
+    z = TCP_INDEX[2]
+
+    def step(masks, policy, rgb, proprio, **kwargs):
+        above = np.asarray(proprio)[:, z] > height_m
+
+        def switched(rgb_: np.ndarray, gt_mask: np.ndarray | None = None) -> np.ndarray:
+            out = np.array(masks(rgb_, gt_mask), dtype=bool)
+            if above.any():
+                out[above] = high(rgb_[above], None)
+            return out
+
+        return learner_step(switched, policy, rgb, proprio, **kwargs)
+
+    pool_module.learner_step = step
+    try:
+        yield
+    finally:
+        pool_module.learner_step = learner_step
+
+
+def parse_above(text: str) -> list[tuple[float, Path]]:
+    """``HEIGHT_M:CKPT,...`` -> [(height_m, checkpoint)]; exits with one line on a malformed or missing entry."""
+    out = []
+    for item in (t for t in text.split(",") if t):
+        height, _, ckpt = item.partition(":")
+        try:
+            h = float(height)
+        except ValueError:
+            sys.exit(f"mask_variants: --above wants HEIGHT_M:CKPT, got {item!r}")
+        if not 0 < h < 1 or not Path(ckpt).is_file():
+            sys.exit(f"mask_variants: --above {item!r}: need 0 < HEIGHT_M < 1 and an existing checkpoint")
+        out.append((h, Path(ckpt)))
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ensemble", default="", help="comma-separated segmenter checkpoints, one row each, averaged "
                                                   "with the shipped segmenter")
     p.add_argument("--flip", action="store_true", help="a row with each image and its mirror averaged")
     p.add_argument("--keep-largest", action="store_true", help="a row keeping only the mask's largest blob")
+    p.add_argument("--above", default="", help="comma-separated HEIGHT_M:CKPT, one row each: that segmenter's masks "
+                                               "with the TCP above HEIGHT_M, the shipped one's below")
     add_episode_arguments(p, CONDITIONS)
     add_json_argument(p, "mask_variants")
     args = p.parse_args()
     check_episode_arguments(args, "mask_variants")
+    above = parse_above(args.above)
     ensemble = [Path(c) for c in args.ensemble.split(",") if c]
     for c in ensemble:
         if not c.is_file():
@@ -95,24 +144,29 @@ def main() -> int:
     policy = Policy.load(default_controller_path(), "cpu")[0]
     shipped = make_mask_source("predicted", None, "cpu")
     net = shipped.segmenter.model
-    variants: list[tuple[str, dict, object]] = [("shipped", {}, shipped)]
+    variants: list[tuple[str, dict, object, float | None]] = [("shipped", {}, shipped, None)]
     for c in ensemble:
         masks = make_mask_source("predicted", None, "cpu")
         masks.segmenter.model = MeanProbability([net, Segmenter.load(c, "cpu").model], flip=False).eval()
-        variants.append((f"mean with {display_path(str(c))}", {"ensemble": display_path(str(c))}, masks))
+        variants.append((f"mean with {display_path(str(c))}", {"ensemble": display_path(str(c))}, masks, None))
     if args.flip:
         masks = make_mask_source("predicted", None, "cpu")
         masks.segmenter.model = MeanProbability([net], flip=True).eval()
-        variants.append(("mirror averaged", {"flip": True}, masks))
+        variants.append(("mirror averaged", {"flip": True}, masks, None))
     if args.keep_largest:
-        variants.append(("largest blob", {"keep_largest": True}, LargestBlob(shipped)))
+        variants.append(("largest blob", {"keep_largest": True}, LargestBlob(shipped), None))
+    for h, c in above:
+        variants.append((f"{display_path(str(c))} above {100 * h:g} cm", {"above": [h, display_path(str(c))]},
+                         make_mask_source("predicted", str(c), "cpu"), h))
     conditions = args.conditions.split(",")
     rows = []
     with RolloutPool(control_env_config(), args.workers) as pool:
-        for name, variant, masks in variants:
+        for name, variant, masks, height_m in variants:
+            switch = contextlib.nullcontext() if height_m is None else above_height(height_m, masks)
             try:
-                figures = validate(pool, policy, masks, conditions, args.episodes, label=name,
-                                   unseen_photos=str(args.photos))
+                with switch:
+                    figures = validate(pool, policy, shipped if height_m is not None else masks, conditions,
+                                       args.episodes, label=name, unseen_photos=str(args.photos))
             except (KeyError, ValueError) as e:
                 sys.exit(f"mask_variants: {e}")
             rows.append({"name": name, **variant, "conditions": figures})
