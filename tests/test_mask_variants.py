@@ -1,0 +1,56 @@
+"""benchmarks/mask_variants.py's ``--above`` rows: another segmenter's masks above a TCP height, the shipped one's
+below, through the pool's real learner step."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import mask_variants  # benchmarks/ is not a package: imported from its folder
+
+import grasp_s2r.runtime.pool as pool_module
+from grasp_s2r.agent import learner_step
+from grasp_s2r.control.wrist_geometry import TCP_INDEX
+from grasp_s2r.sim.env import PROPRIO_NAMES
+
+
+def test_rows_above_the_height_get_the_other_sources_masks_and_the_pool_gets_its_step_back():
+    # GIVEN two mask sources that mark nothing / everything, and three rows at 5, 12 and 20 cm
+    below = lambda rgb, gt=None: np.zeros(rgb.shape[:3], bool)
+    calls = []
+
+    def above(rgb, gt=None):
+        calls.append(len(rgb))
+        return np.ones(rgb.shape[:3], bool)
+
+    rgb = np.zeros((3, 8, 8, 3), np.uint8)
+    proprio = np.zeros((3, len(PROPRIO_NAMES)), np.float32)
+    proprio[:, TCP_INDEX[2]] = [0.05, 0.12, 0.20]
+    # WHEN the pool's step runs inside the switch at 10 cm
+    with mask_variants.above_height(0.10, above):
+        assert pool_module.learner_step is not learner_step
+        step = pool_module.learner_step(below, None, rgb, proprio, query=[])
+    # THEN the two rows above 10 cm carry the other source's masks, only they went through it, and the pool's own
+    # step is back
+    assert [bool(m.all()) for m in step.masks] == [False, True, True]
+    assert not step.masks[0].any() and calls == [2]
+    assert pool_module.learner_step is learner_step
+
+
+@pytest.mark.parametrize("text", ["abc", "0.1", "1.5:missing.pt", "0.1:missing.pt"])
+def test_malformed_above_is_refused_in_one_line(text):
+    with pytest.raises(SystemExit, match="mask_variants: --above"):
+        mask_variants.parse_above(text)
+
+
+def test_above_entries_parse(tmp_path):
+    ckpt = tmp_path / "a.pt"
+    ckpt.write_bytes(b"x")
+    assert mask_variants.parse_above(f"0.08:{ckpt},0.15:{ckpt}") == [(0.08, ckpt), (0.15, ckpt)]
+    assert mask_variants.parse_above("") == []
