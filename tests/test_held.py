@@ -7,12 +7,11 @@ import pytest
 
 from grasp_s2r.control.held import HeldSphere
 from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
+from grasp_s2r.control.wrist_geometry import FINGER_GAP_INDEX, GRIPPER_CLOSED_INDEX
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
-from grasp_s2r.sim.env import PROPRIO_NAMES
 
 CAMERA, SCENE = CameraConfig(), SceneConfig()
 EMPTY = np.zeros((CAMERA.height_px, CAMERA.width_px), bool)
-_GAP, _CLOSED = PROPRIO_NAMES.index("finger_gap_m"), PROPRIO_NAMES.index("gripper_closed")
 
 
 def _proprio(gap_m, closed, z_m=0.01):
@@ -81,7 +80,7 @@ def test_a_held_sphere_stays_on_its_pixels_in_real_lifts(shipped_gt_episodes):
             continue
         masks, proprio = rec.arrays["input_mask"], rec.arrays["proprio"]
         truth = rec.arrays["sphere_mask"]
-        lost = (proprio[:, _CLOSED] >= 0.5) & (proprio[:, _GAP] >= 0.004)  # a segmenter that loses the held sphere
+        lost = (proprio[:, GRIPPER_CLOSED_INDEX] >= 0.5) & (proprio[:, FINGER_GAP_INDEX] >= 0.004)  # a segmenter that loses the held sphere
         assert lost.any()
         lost_from = int(np.argmax(lost))
         lost_to = lost_from + (int(np.argmin(lost[lost_from:])) or len(lost) - lost_from)  # the first closed stretch

@@ -7,13 +7,11 @@ import pytest
 
 from grasp_s2r.control.near import NearSphere, shifted
 from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
-from grasp_s2r.control.wrist_geometry import WristView
+from grasp_s2r.control.wrist_geometry import GRIPPER_CLOSED_INDEX, TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
-from grasp_s2r.sim.env import PROPRIO_NAMES
 
 CAMERA, SCENE = CameraConfig(), SceneConfig()
 EMPTY = np.zeros((CAMERA.height_px, CAMERA.width_px), bool)
-_CLOSED = PROPRIO_NAMES.index("gripper_closed")
 SPHERE = np.array([0.012, -0.008])
 """Table (x, y) in metres of the sphere of these tests."""
 
@@ -89,7 +87,7 @@ def test_a_near_sphere_lands_on_the_sphere_in_real_approaches(shipped_gt_episode
         f = ParallaxFilter(SCENE, CAMERA, ParallaxConfig(near_steps=2))
         blanked = 0
         for t in range(len(masks)):
-            low_open = proprio[t, 2] < 0.05 and proprio[t, _CLOSED] < 0.5
+            low_open = proprio[t, TCP_INDEX[2]] < 0.05 and proprio[t, GRIPPER_CLOSED_INDEX] < 0.5
             lose = low_open and t % 4 in (1, 2) and masks[t - 1].sum() >= 20  # two frames lost of every four
             out = f.filter(EMPTY if lose else masks[t], proprio[t])
             if lose and truth[t].any():
