@@ -144,29 +144,32 @@ def main() -> int:
     policy = Policy.load(default_controller_path(), "cpu")[0]
     shipped = make_mask_source("predicted", None, "cpu")
     net = shipped.segmenter.model
-    variants: list[tuple[str, dict, object, float | None]] = [("shipped", {}, shipped, None)]
+    # (name, what the row changes, its mask source, what the row runs inside: the pool's learner step as it is,
+    # or switched by height)
+    variants: list[tuple[str, dict, object, contextlib.AbstractContextManager]] = [
+        ("shipped", {}, shipped, contextlib.nullcontext())]
     for c in ensemble:
         masks = make_mask_source("predicted", None, "cpu")
         masks.segmenter.model = MeanProbability([net, Segmenter.load(c, "cpu").model], flip=False).eval()
-        variants.append((f"mean with {display_path(str(c))}", {"ensemble": display_path(str(c))}, masks, None))
+        variants.append((f"mean with {display_path(str(c))}", {"ensemble": display_path(str(c))}, masks,
+                         contextlib.nullcontext()))
     if args.flip:
         masks = make_mask_source("predicted", None, "cpu")
         masks.segmenter.model = MeanProbability([net], flip=True).eval()
-        variants.append(("mirror averaged", {"flip": True}, masks, None))
+        variants.append(("mirror averaged", {"flip": True}, masks, contextlib.nullcontext()))
     if args.keep_largest:
-        variants.append(("largest blob", {"keep_largest": True}, LargestBlob(shipped), None))
+        variants.append(("largest blob", {"keep_largest": True}, LargestBlob(shipped), contextlib.nullcontext()))
     for h, c in above:
         variants.append((f"{display_path(str(c))} above {100 * h:g} cm", {"above": [h, display_path(str(c))]},
-                         make_mask_source("predicted", str(c), "cpu"), h))
+                         shipped, above_height(h, make_mask_source("predicted", str(c), "cpu"))))
     conditions = args.conditions.split(",")
     rows = []
     with RolloutPool(control_env_config(), args.workers) as pool:
-        for name, variant, masks, height_m in variants:
-            switch = contextlib.nullcontext() if height_m is None else above_height(height_m, masks)
+        for name, variant, masks, switch in variants:
             try:
                 with switch:
-                    figures = validate(pool, policy, shipped if height_m is not None else masks, conditions,
-                                       args.episodes, label=name, unseen_photos=str(args.photos))
+                    figures = validate(pool, policy, masks, conditions, args.episodes, label=name,
+                                       unseen_photos=str(args.photos))
             except (KeyError, ValueError) as e:
                 sys.exit(f"mask_variants: {e}")
             rows.append({"name": name, **variant, "conditions": figures})
