@@ -67,6 +67,8 @@ OPTIONS = (
     Option("--batch-size", "labels per gradient step", "train.batch_size", type=positive_int),
     Option("--lr", "Adam learning rate", "train.lr", type=float),
     Option("--xyz-loss", "loss of the x, y, z action", "train.xyz_loss"),
+    Option("--lr-schedule", "learning rate over a round's steps: constant, or cosine down to nothing by its last "
+           "step", "train.lr_schedule"),
     Option("--cnn-channels", "add a CNN branch over the pooled mask with these channels", "policy.channels",
            convert=lambda text: _channels(text), show=lambda c: comma_text(c) or "none: mask moments only",
            metavar="C1,C2,..."),

@@ -169,6 +169,8 @@ class DaggerConfig:
                 identity["policy"].pop(flag, None)
         if "tcp_xy" not in identity["policy"]:
             identity["policy"].pop("tcp_xy_origin_m", None)
+        if identity["train"].get("lr_schedule") == "constant":  # as before the schedule existed
+            identity["train"].pop("lr_schedule")
         return json.loads(json.dumps(identity))
 
 

@@ -16,6 +16,8 @@ from grasp_s2r.control.memory import episode_memory_features
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.data.episodes import Episode, EpisodeDataset
 
+LR_SCHEDULES = ("constant", "cosine")
+
 
 @dataclass(frozen=True)
 class PolicyTrainConfig:
@@ -33,10 +35,16 @@ class PolicyTrainConfig:
     """Loss of the x, y, z action: "mse", or "l1" (weighs the small, precise actions near the sphere more)."""
     grip_loss_weight: float = 0.5
     """Weight of the gripper (binary cross-entropy) term next to the x, y, z loss."""
+    lr_schedule: Literal["constant", "cosine"] = "constant"
+    """The learning rate over one round's steps: "constant" (``lr`` throughout), or "cosine" (from ``lr`` down to
+    nothing by the round's last step, restarted each round), which ends a round in a minimum rather than wherever
+    the last minibatches left the weights."""
 
     def __post_init__(self) -> None:
         if self.xyz_loss not in ("mse", "l1"):
             raise ValueError(f"xyz_loss must be 'mse' or 'l1', got {self.xyz_loss!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if min(self.steps, self.batch_size) < 1 or self.lr <= 0:
             raise ValueError("steps and batch_size must be >= 1 and lr > 0")
 
@@ -99,12 +107,20 @@ def load_labels(roots: Iterable[Path], limit: int | None = None,
                     np.concatenate(fingers))
 
 
+def lr_scheduler(opt: torch.optim.Optimizer, cfg: PolicyTrainConfig) -> torch.optim.lr_scheduler.LRScheduler | None:
+    """The scheduler of ``cfg.lr_schedule`` over one round's ``cfg.steps`` (stepped once a step); None: constant."""
+    if cfg.lr_schedule == "cosine":
+        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=cfg.steps)
+    return None
+
+
 def fit(
     policy: Policy, labels: LabelSet, cfg: PolicyTrainConfig, rng: np.random.Generator, *,
     progress: bool = True, desc: str = "train",
 ) -> float:
     """Train ``policy`` in place for ``cfg.steps`` steps; returns the mean loss of the last quarter of steps."""
     opt = torch.optim.Adam(policy.net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    schedule = lr_scheduler(opt, cfg)
     masks, proprio, memory = policy.tensors(labels.masks, labels.proprio, labels.memory, labels.gripper_masks)
     target = torch.from_numpy(labels.actions).to(policy.device)
     policy.net.train()
@@ -120,6 +136,8 @@ def fit(
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if schedule is not None:
+            schedule.step()
         losses.append(float(loss.detach()))
         if len(losses) % 50 == 0:
             bar.set_postfix(loss=f"{np.mean(losses[-50:]):.4f}")
