@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -16,7 +16,8 @@ from grasp_s2r.control.memory import episode_memory_features
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.data.episodes import Episode, EpisodeDataset
 
-LR_SCHEDULES = ("constant", "cosine")
+LRSchedule = Literal["constant", "cosine"]
+LR_SCHEDULES: tuple[str, ...] = get_args(LRSchedule)
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,10 @@ class PolicyTrainConfig:
     """Loss of the x, y, z action: "mse", or "l1" (weighs the small, precise actions near the sphere more)."""
     grip_loss_weight: float = 0.5
     """Weight of the gripper (binary cross-entropy) term next to the x, y, z loss."""
-    lr_schedule: Literal["constant", "cosine"] = "constant"
+    lr_schedule: LRSchedule = "constant"
     """The learning rate over one round's steps: "constant" (``lr`` throughout), or "cosine" (from ``lr`` down to
-    nothing by the round's last step, restarted each round), which ends a round in a minimum rather than wherever
-    the last minibatches left the weights."""
+    nothing by the round's last step, restarted each round), meant to end a round in a minimum rather than wherever
+    the last minibatches left the weights; measured no steadier across seeds (docs/experiments/recipes.md)."""
 
     def __post_init__(self) -> None:
         if self.xyz_loss not in ("mse", "l1"):
