@@ -23,9 +23,9 @@ import torch
 from results_io import add_json_argument, write_results
 from validation import validation_condition
 
-from grasp_s2r.control import seeds
+from grasp_s2r.control import curves, seeds
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
-from grasp_s2r.control.policy import Policy
+from grasp_s2r.control.policy import Policy, read_policy_blob
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
@@ -49,14 +49,15 @@ def round_range(text: str) -> list[int]:
 
 
 def best_round(row: dict[int, dict[str, int]]) -> int:
-    """The round with the most successes over :data:`RECIPE_CONDITIONS` (ties: the later round)."""
-    return max(row, key=lambda r: (sum(row[r][c] for c in RECIPE_CONDITIONS), r))
+    """The round with the most successes over :data:`RECIPE_CONDITIONS`, by DAgger's own rule
+    (:func:`grasp_s2r.control.curves.best_round`: ties go to the later round)."""
+    return curves.best_round([{"round": r, "dagger_successes": sum(v[c] for c in RECIPE_CONDITIONS)}
+                              for r, v in row.items()])
 
 
 def own_pick(run: Path) -> int | None:
     """The round the run itself picked as its ``policy.pt``."""
-    blob = torch.load(run / "policy.pt", map_location="cpu", weights_only=False)
-    return blob.get("round")
+    return read_policy_blob(run / "policy.pt").get("round")
 
 
 def main() -> None:
@@ -75,6 +76,8 @@ def main() -> None:
     torch.set_num_threads(1)
     masks = make_mask_source("predicted", "", "cpu")
     runs: dict[str, dict] = {}
+    requests = {c: [EpisodeRequest(seed=seeds.DAGGER_EVAL_BASE + i, condition=validation_condition(c))
+                    for i in range(args.per_condition)] for c in CONDITIONS}
     with RolloutPool(control_env_config(), args.workers) as pool:
         for run in args.runs:
             rows: dict[int, dict[str, int]] = {}
@@ -82,9 +85,7 @@ def main() -> None:
                 policy = Policy.load(run / "checkpoints" / f"round-{r:03d}.pt", "cpu")[0]
                 rows[r] = {}
                 for c in CONDITIONS:
-                    requests = [EpisodeRequest(seed=seeds.DAGGER_EVAL_BASE + i, condition=validation_condition(c))
-                                for i in range(args.per_condition)]
-                    recs = pool.run(requests, policy, masks, record=lambda i: False, progress=False,
+                    recs = pool.run(requests[c], policy, masks, record=lambda i: False, progress=False,
                                     parallax=SHIPPED_PARALLAX)
                     rows[r][c] = sum(rec.success for rec in recs)
                 print(f"{run} round {r}: " + ", ".join(f"{c} {k}" for c, k in rows[r].items()), flush=True)
@@ -92,10 +93,9 @@ def main() -> None:
                               "own_pick": own_pick(run)}
             print(f"{run}: best round {runs[str(run)]['best_round']} (its own policy.pt: round "
                   f"{runs[str(run)]['own_pick']})", flush=True)
-    path = write_results(args.json, "round_evaluation", {"runs": runs, "per_condition": args.per_condition,
+    write_results(args.json, "round_evaluation", {"runs": runs, "per_condition": args.per_condition,
                                                         "conditions": list(CONDITIONS),
                                                         "recipe_conditions": list(RECIPE_CONDITIONS)}, args)
-    print(f"results: {path}")
     print(json.dumps({k: (v["best_round"], v["own_pick"]) for k, v in runs.items()}))
 
 
