@@ -7,7 +7,8 @@ masks, on every condition that shows no held-out photo (``validation.TRAIN_PHOTO
 The shipped segmenter and controller are always the first row; each candidate runs with the shipped controller,
 or with its own (``--controllers``: one trained over its masks, ``grasp-s2r dagger --vision CANDIDATE``), through the
 camera that controller was trained on (its run's scene: a controller of ``dagger --resolution 96`` sees 96 px
-images). Each row is the success
+images; ``--camera-px N``: the candidates through an N x N camera of the same field of view, the parallax filter's
+pixel settings scaled with it). Each row is the success
 on ``--episodes`` validation episodes a condition (seeds no training or test run uses, the training photos only)
 with its 95 % interval and the mean over conditions; the held-out photos and test seeds only report
 (``bench_eval.py``). The segmenter figures that chose the candidates come from ``ablate_vision.py`` (val split).
@@ -17,6 +18,7 @@ Writes ``runs/benchmarks/segmenter_recipe.json`` (``--save``: ``benchmarks/resul
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -24,6 +26,8 @@ import torch
 from results_io import add_json_argument, write_results
 from validation import TRAIN_PHOTO_CONDITIONS, UNSEEN_CONDITIONS, validate
 
+from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
+from grasp_s2r.control.parallax import scaled_parallax
 from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.files import file_sha256
 from grasp_s2r.runtime.masks import make_mask_source
@@ -47,6 +51,9 @@ def main() -> int:
                    help=f"a folder of validation photos no candidate trained on: adds the conditions "
                         f"{' and '.join(UNSEEN_CONDITIONS)} "
                         "(them as the table; them behind the sphere) to the choices of --conditions")
+    p.add_argument("--camera-px", type=int, default=None,
+                   help="the candidates' camera side in px (default: their controller's): a segmenter trained at "
+                        "that --image-size; the shipped row keeps its own")
     add_json_argument(p, "segmenter_recipe")
     args = p.parse_args()
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
@@ -63,6 +70,8 @@ def main() -> int:
     if len(controllers) != len(args.candidates) or (gone := [str(c) for c in controllers if not c.is_file()]):
         sys.exit("segmenter_recipe: --controllers needs one existing checkpoint a candidate"
                  + (f"; missing: {', '.join(gone)}" if len(controllers) == len(args.candidates) else ""))
+    if args.camera_px is not None and (args.camera_px < 16 or args.camera_px % 8):
+        sys.exit(f"segmenter_recipe: --camera-px must be a multiple of 8, at least 16, got {args.camera_px}")
     torch.set_num_threads(1)
     rows = {}
     for path, controller in [(Path(default_checkpoint_path()), CONTROLLER), *zip(args.candidates, controllers)]:
@@ -71,9 +80,13 @@ def main() -> int:
         masks = make_mask_source("predicted", str(path), "cpu")
         policy, blob = Policy.load(controller, "cpu")
         env = trained_scene(blob)
+        if rows and args.camera_px:
+            env = env.replace(camera=dataclasses.replace(env.camera, width_px=args.camera_px,
+                                                         height_px=args.camera_px))
+        parallax = scaled_parallax(SHIPPED_PARALLAX, env.camera.height_px / 64)
         with RolloutPool(env, args.workers) as pool:
             val = validate(pool, policy, masks, conditions, args.episodes, label=label,
-                           unseen_photos=str(args.unseen_photos) if args.unseen_photos else None)
+                           unseen_photos=str(args.unseen_photos) if args.unseen_photos else None, parallax=parallax)
         mean = sum(v["successes"] / v["episodes"] for v in val.values()) / len(val)
         rows[label] = {"checkpoint": str(path), "sha256": file_sha256(path), "controller": str(controller),
                        "controller_sha256": file_sha256(controller), "camera_px": env.camera.height_px,

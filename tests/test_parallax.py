@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
+from grasp_s2r.control.parallax import SHIPPED, ParallaxConfig, ParallaxFilter, scaled_parallax
 from grasp_s2r.control.wrist_geometry import WristView
 from grasp_s2r.sim.config import CameraConfig, EnvConfig, RandomizationConfig, SceneConfig
 from grasp_s2r.sim.env import GraspEnv
@@ -101,6 +101,16 @@ def test_bad_config_is_refused():
         ParallaxConfig(min_shift_px=2.0, match_px=1.5)
     with pytest.raises(ValueError, match="votes"):
         ParallaxConfig(votes=0)
+
+
+def test_scaled_parallax_scales_pixel_settings_only():
+    wide = scaled_parallax(SHIPPED, 96 / 64)
+    assert (wide.min_shift_px, wide.match_px, wide.near_min_px) == (4.5, 2.25, 45)
+    assert (wide.votes, wide.hover_closes, wide.held_steps, wide.near_steps, wide.hover_radius_m) == (
+        SHIPPED.votes, SHIPPED.hover_closes, SHIPPED.held_steps, SHIPPED.near_steps, SHIPPED.hover_radius_m)
+    assert scaled_parallax(SHIPPED, 1.0) == SHIPPED
+    with pytest.raises(ValueError, match="positive"):
+        scaled_parallax(SHIPPED, 0.0)
 
 
 class _LuredMasks:

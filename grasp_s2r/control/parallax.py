@@ -21,7 +21,7 @@ same class runs in the batched rollouts (``runtime.pool``) and in ``GraspAgent``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -86,6 +86,15 @@ SHIPPED = ParallaxConfig(hover_closes=6, held_steps=3, near_steps=1)
 hovered steps); the held sphere's last mask for up to 3 empty frames, the near sphere's for 1. Chosen on validation
 episodes (``benchmarks/parallax_filter.py``): each rule shipped raised a condition and lowered none; hovered steps
 cost one condition or another (docs/control.md)."""
+
+
+def scaled_parallax(config: ParallaxConfig, factor: float) -> ParallaxConfig:
+    """``config``'s pixel settings for a camera ``factor`` times as wide in pixels (the same field of view): its
+    distances times ``factor``, its areas times ``factor`` squared; its settings were chosen on a 64 px camera."""
+    if factor <= 0:
+        raise ValueError(f"factor must be positive, got {factor}")
+    return replace(config, min_shift_px=config.min_shift_px * factor, match_px=config.match_px * factor,
+                   near_min_px=max(1, round(config.near_min_px * factor**2)))
 
 
 class ParallaxFilter:
