@@ -2,13 +2,13 @@
 masks, on every condition that shows no held-out photo (``validation.TRAIN_PHOTO_CONDITIONS``).
 
     python benchmarks/segmenter_recipe.py CANDIDATE.pt [CANDIDATE.pt ...] [--episodes 200] [--conditions C,...]
-        [--workers 2] [--save]
+        [--workers 2] [--camera-px N] [--save]
 
 The shipped segmenter and controller are always the first row; each candidate runs with the shipped controller,
 or with its own (``--controllers``: one trained over its masks, ``grasp-s2r dagger --vision CANDIDATE``), through the
 camera that controller was trained on (its run's scene: a controller of ``dagger --resolution 96`` sees 96 px
-images; ``--camera-px N``: the candidates through an N x N camera of the same field of view, the parallax filter's
-pixel settings scaled with it). Each row is the success
+images; ``--camera-px N``: the candidates through an N x N camera of the same field of view; through any camera but
+64 px, the mask filter's pixel settings are scaled to it: ``control.parallax.scaled_parallax``). Each row is the success
 on ``--episodes`` validation episodes a condition (seeds no training or test run uses, the training photos only)
 with its 95 % interval and the mean over conditions; the held-out photos and test seeds only report
 (``bench_eval.py``). The segmenter figures that chose the candidates come from ``ablate_vision.py`` (val split).
