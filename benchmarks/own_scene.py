@@ -10,7 +10,8 @@ parts show the same scene as the tuning parts but never the same pixels. Then
 1. the shipped system (segmenter + controller, untouched) is evaluated on the test parts;
 2. ``grasp-s2r adapt --photos OUT/<set>/tune --out OUT/<set>/adapted`` runs, timed (the issue's budget: 15 minutes
    on 2 cores);
-3. the adapted controller over the adapted segmenter (the shipped one with ``--segmenter-steps 0``) is evaluated
+3. the adapted system (its segmenter, the shipped one with ``--segmenter-steps 0``; its controller, the shipped one
+   with ``--rounds 0``, the default) is evaluated
    on the same test parts, the same episodes
    (the episodes' seeds are the evaluation's: the two rows are paired).
 
@@ -155,7 +156,8 @@ def main() -> int:
         shipped = evaluate(str(default_controller_path()), "", test, args.episodes, args.workers)
         record, seconds = adapt(tune, args.out / name / "adapted", shlex.split(args.adapt_args))
         vision = "" if record["segmenter"] == "shipped" else record["segmenter"]
-        adapted = evaluate(record["controller"], vision, test, args.episodes, args.workers)
+        policy = str(default_controller_path()) if record["controller"] == "shipped" else record["controller"]
+        adapted = evaluate(policy, vision, test, args.episodes, args.workers)
         systems = {"shipped segmenter": "", **({"adapted segmenter": vision} if vision else {})}
         frames = frame_metrics(systems, test, args.frames) if args.frames else {}
         rows[name] = {"photos": str(photos), "n_photos": n, "adapt_seconds": seconds, "adapt": record,

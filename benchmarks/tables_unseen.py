@@ -35,7 +35,7 @@ def painted_misses_table(d: Path) -> str:
 
 OWN_SCENE_VALIDATION = ("own_scene-validation", "own_scene-validation-segmenter", "own_scene-validation-adapt",
                         "own_scene-validation-nodistractors", "own_scene-validation-recipe",
-                        "own_scene-validation-rerun", "own_scene-validation-mined")
+                        "own_scene-validation-rerun", "own_scene-validation-mined", "own_scene-validation-300")
 """The adaptation recipes compared on the validation photo set (``mate-backgrounds``), before the report sets."""
 
 
@@ -47,18 +47,24 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
     if not loaded:
         return not_measured(names[0])
     rows, frames = [], []
+    episodes = sorted({res["figures"]["episodes"] for _, res in loaded})
     for _, res in loaded:
         f = res["figures"]
         args = res.get("config", {}).get("adapt_args")
         for name, r in f["rows"].items():
-            steps = r["adapt"].get("config", {}).get("segmenter_steps")
-            how = args or ("defaults" if steps is None else f"defaults: --segmenter-steps {steps}")
+            given = r["adapt"].get("config", {})
+            steps = given.get("segmenter_steps")
+            how = args or ("defaults" if steps is None else f"defaults: --segmenter-steps {steps}"
+                           + (f" --segmenter-lr {given['segmenter_lr']:g} --rounds {given['rounds']}"
+                              if "segmenter_lr" in given else ""))
             minutes = sum(r["adapt"]["seconds"].values()) / 60
             for c in f["conditions"]:
                 s, a = r["shipped"][c], r["adapted"][c]
                 diff, lo, hi = difference_interval(a["successes"], a["episodes"], s["successes"], s["episodes"])
-                rows.append((f"`{name}` ({r['n_photos']} photos)", f"`{how}`", c, rate_ci(s), rate_ci(a),
-                             f"{100 * diff:+.1f} ({100 * lo:+.1f} to {100 * hi:+.1f})", f"{minutes:.1f}"))
+                rows.append((f"`{name}` ({r['n_photos']} photos)", f"`{how}`", c,
+                             *((f["episodes"],) if len(episodes) > 1 else ()), rate_ci(s), rate_ci(a),
+                             f"{100 * diff:+.1f} ({100 * lo:+.1f} to {100 * hi:+.1f})",
+                             f"{minutes:.1f}"))
             frames += [f"`{name}`, {system}{f' (`{how}`)' if system.startswith('adapted') else ''}: found "
                        f"{m['found_below_6px']:.2f} (< 6 px) / {m['found_6px_and_over']:.2f} (>= 6 px), false "
                        f"detections {m['false_detection_rate']:.2f} ({m['views']} views)"
@@ -68,9 +74,9 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
     other = [f"`{name}` ({', '.join(changed)})" for name, res in loaded if (changed := changed_weights(res, reads))]
     older = (" Measured with other shipped weights than today's, its `shipped` column that system's: "
              + ", ".join(other) + ".") if other else ""
-    return (md_table(("photo set", "adapt options", "condition", "shipped", "adapted", "difference, points",
-                      "adaptation, min"), rows)
-            + f"\n\nSuccess in % (95 % CI), {f['episodes']} episodes a condition on the test parts (the right "
+    return (md_table(("photo set", "adapt options", "condition", *(("episodes",) if len(episodes) > 1 else ()),
+                      "shipped", "adapted", "difference, points", "adaptation, min"), rows)
+            + f"\n\nSuccess in % (95 % CI), {', '.join(map(str, episodes))} episodes a condition on the test parts (the right "
             f"{100 * (1 - f['tune_share']):.0f} % of each photo; adapted on the left {100 * f['tune_share']:.0f} %), "
             "the same episodes for both systems. Segmenters per frame, on photo-table views of the test parts: "
             + "; ".join(dict.fromkeys(frames)) + "." + older + " "

@@ -1,18 +1,18 @@
 """``grasp-s2r adapt``: fit the shipped system to your own scene, from photos of it, in minutes on a CPU.
 
-The shipped controller was trained over the shipped segmenter's masks on the embedded training photos. Your scene
-shows other textures: where the segmenter fires on them, or misses the sphere on them, the controller meets
-masks it never learned to handle. ``adapt`` trains the controller again by the shipped controller's recipe
-(:data:`~grasp_s2r.control.dagger_config.LOST_SPHERE_RECIPE`, DAgger over predicted masks), with its training
-episodes composited onto your photos and, in :attr:`AdaptConfig.table_photo_prob` of them, your photos as the
-table's texture; first (``segmenter_steps`` > 0, the default) the shipped segmenter is fine-tuned on composites over
-your photos and the controller trained over its masks.
+The shipped segmenter was trained on the embedded training photos. Your scene shows other textures, where it misses
+the sphere or fires on them. ``adapt`` fine-tunes the shipped segmenter on composites over your photos
+(``segmenter_steps`` at ``segmenter_lr``, by the recipe recorded in its checkpoint) and, by default, keeps the shipped
+controller over its masks (``rounds`` 0). With ``rounds`` N >= 1 it also trains the controller again by the shipped
+controller's recipe (:data:`~grasp_s2r.control.dagger_config.LOST_SPHERE_RECIPE`, DAgger over the fine-tuned masks),
+with its training episodes composited onto your photos and, in :attr:`AdaptConfig.table_photo_prob` of them, your
+photos as the table's texture; ``segmenter_steps`` 0 keeps the shipped segmenter.
 
-What it writes (``OUT``): ``controller/policy.pt`` (the adapted controller; its run folder, curves included),
-``segmenter/model.pt`` when the segmenter is fine-tuned, and ``adapt.json`` (format version, config, the files
-to load, stage seconds), and ``run.json`` (the adaptation's identity: re-running resumes it, other options are refused
-before any stage runs). Use them with ``grasp-s2r eval --policy OUT/controller/policy.pt [--vision
-OUT/segmenter/model.pt] --backgrounds YOUR_TEST_PHOTOS`` or ``GraspAgent.load(segmenter=..., controller=...)``.
+What it writes (``OUT``): ``segmenter/model.pt`` when the segmenter is fine-tuned, ``controller/policy.pt`` when the
+controller is trained (their run folders, curves included), ``adapt.json`` (format version, config, the files to
+load, stage seconds) and ``run.json`` (the adaptation's identity: re-running resumes it, other options are refused
+before any stage runs). Use them with ``grasp-s2r eval --vision OUT/segmenter/model.pt [--policy
+OUT/controller/policy.pt] --backgrounds YOUR_TEST_PHOTOS`` or ``GraspAgent.load(segmenter=..., controller=...)``.
 Re-running the same command resumes the stage it stopped in. What it buys is measured by
 ``benchmarks/own_scene.py`` (each photo of a set cut into a part to adapt on and a part to test on).
 """
@@ -38,14 +38,14 @@ RESUMABLE_FIELDS = ("out", "workers", "rounds", "photos")
 """AdaptConfig fields outside an adaptation's identity (``run.json``): where it writes, how many processes, the
 DAgger rounds (which may grow on resume, as ``dagger``'s), and the photos as given (the identity holds their
 resolved path)."""
-IDENTITY_DEFAULTS = {"mined_crop_prob": 0.0}
+IDENTITY_DEFAULTS = {"mined_crop_prob": 0.0, "segmenter_lr": 3e-4}
 """Identity fields added since adaptations were first recorded, with the values those ran with."""
 RESUME_HINT = "re-run it with the options that made it, or choose another --out"
 ADAPT_EVAL_CONDITIONS = ("nominal", "start-out-of-view", "dropout", "dynamics-shift", "perturbation")
 """The conditions the shipped controller's run chose its best round on (composited onto your photos here)."""
-SEGMENTER_LR = 3e-4
-"""Peak learning rate of the segmenter's fine-tuning (the pipeline's); whole images, as every fine-tune from the
-shipped weights (``SegmenterTrainConfig.crop_px``)."""
+SEGMENTER_LR = 1e-3
+"""Default peak learning rate of the segmenter's fine-tuning; whole images, as every fine-tune from the shipped
+weights (``SegmenterTrainConfig.crop_px``). Chosen on the validation set with the steps (docs/own-scene.md)."""
 
 
 @dataclass(frozen=True)
@@ -59,16 +59,19 @@ class AdaptConfig:
     table_photo_prob: float = 0.5
     """Share of the controller's training episodes with one of your photos as the sim table's texture (the rest:
     composited behind the sphere onto your photos)."""
-    rounds: int = 8
-    """DAgger rounds of the controller, round 0 included (the shipped controller's recipe)."""
+    rounds: int = 0
+    """DAgger rounds of the controller, round 0 included (the shipped controller's recipe); 0: keep the shipped
+    controller, over the fine-tuned segmenter's masks."""
     episodes_per_round: int = 48
     """Training episodes per DAgger round."""
     eval_episodes: int = 40
     """Episodes per condition on which each round is measured (the best round is kept)."""
-    segmenter_steps: int = 1500
-    """Fine-tune the shipped segmenter this many steps on composites over your photos first (about 8 minutes on 2
-    cores in fp32, the whole adaptation 13; 0: keep it, the controller alone). Chosen on the validation set within
-    the 15 minutes asked of an adaptation; what it buys: docs/own-scene.md."""
+    segmenter_steps: int = 3000
+    """Fine-tune the shipped segmenter this many steps on composites over your photos first (about 12 minutes on 2
+    cores in fp32; 0: keep it, the controller alone). Chosen on the validation set within the 15 minutes asked of an
+    adaptation; what it buys: docs/own-scene.md."""
+    segmenter_lr: float = SEGMENTER_LR
+    """Peak learning rate of the segmenter's fine-tuning."""
     mined_crop_prob: float = 0.0
     """Share of the segmenter's photo backgrounds drawn from the crops of your photos the shipped segmenter fires on
     (``train-vision --mined-crop-prob``: its lures in your scene, shown as what they are)."""
@@ -80,10 +83,14 @@ class AdaptConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.table_photo_prob <= 1.0:
             raise ValueError(f"table_photo_prob must be in [0, 1], got {self.table_photo_prob}")
-        if min(self.rounds, self.episodes_per_round, self.eval_episodes, self.workers) < 1:
-            raise ValueError("rounds, episodes_per_round, eval_episodes and workers must be >= 1")
-        if self.segmenter_steps < 0:
-            raise ValueError(f"segmenter_steps must be >= 0, got {self.segmenter_steps}")
+        if min(self.episodes_per_round, self.eval_episodes, self.workers) < 1:
+            raise ValueError("episodes_per_round, eval_episodes and workers must be >= 1")
+        if self.rounds < 0 or self.segmenter_steps < 0:
+            raise ValueError(f"rounds and segmenter_steps must be >= 0, got {self.rounds}, {self.segmenter_steps}")
+        if self.rounds == 0 and self.segmenter_steps == 0:
+            raise ValueError("rounds 0 and segmenter_steps 0 adapt nothing: give one of them")
+        if not self.segmenter_lr > 0:
+            raise ValueError(f"segmenter_lr must be positive, got {self.segmenter_lr}")
         if not 0.0 <= self.mined_crop_prob <= 1.0:
             raise ValueError(f"mined_crop_prob must be in [0, 1], got {self.mined_crop_prob}")
 
@@ -107,23 +114,29 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
         t = time.perf_counter()
         vision = str(_fine_tune_segmenter(cfg, Path(photos), out / "segmenter", progress))
         seconds["segmenter"] = time.perf_counter() - t
-    t = time.perf_counter()
-    print(f"adapt: training the controller over {'the fine-tuned' if vision else 'the shipped'} segmenter's masks, "
-          f"episodes composited onto {photos} ({cfg.table_photo_prob:.0%} with them as the table)", flush=True)
-    d = run_dagger(DaggerConfig(**{**LOST_SPHERE_RECIPE, "table_photo_prob": cfg.table_photo_prob},
-                                out=str(out / "controller"), rounds=cfg.rounds,
-                                episodes_per_round=cfg.episodes_per_round, eval_episodes=cfg.eval_episodes,
-                                eval_conditions=ADAPT_EVAL_CONDITIONS, vision_checkpoint=vision, backgrounds=photos,
-                                bc_baseline=False, workers=cfg.workers, seed=cfg.seed), progress=progress)
-    seconds["controller"] = time.perf_counter() - t
+    if cfg.rounds:
+        t = time.perf_counter()
+        print(f"adapt: training the controller over {'the fine-tuned' if vision else 'the shipped'} segmenter's "
+              f"masks, episodes composited onto {photos} ({cfg.table_photo_prob:.0%} with them as the table)",
+              flush=True)
+        d = run_dagger(DaggerConfig(**{**LOST_SPHERE_RECIPE, "table_photo_prob": cfg.table_photo_prob},
+                                    out=str(out / "controller"), rounds=cfg.rounds,
+                                    episodes_per_round=cfg.episodes_per_round, eval_episodes=cfg.eval_episodes,
+                                    eval_conditions=ADAPT_EVAL_CONDITIONS, vision_checkpoint=vision,
+                                    backgrounds=photos, bc_baseline=False, workers=cfg.workers, seed=cfg.seed),
+                       progress=progress)
+        seconds["controller"] = time.perf_counter() - t
+        controller, selected_round = str(d.policy_path), d.selected_round
+    else:
+        controller, selected_round = "shipped", None
     record = {"format": "grasp_s2r.adapt", "format_version": ADAPT_FORMAT_VERSION, "package_version": __version__,
-              "config": asdict(cfg), "photos": photos, "controller": str(d.policy_path),
-              "segmenter": vision or "shipped", "selected_round": d.selected_round, "seconds": seconds}
+              "config": asdict(cfg), "photos": photos, "controller": controller,
+              "segmenter": vision or "shipped", "selected_round": selected_round, "seconds": seconds}
     atomic_write(out / "adapt.json", json.dumps(record, indent=2).encode())
-    how = f" --vision {vision}" if vision else ""
-    print(f"adapt: finished in {sum(seconds.values()) / 60:.1f} min; controller {d.policy_path}"
-          + (f", segmenter {vision}" if vision else "") + f"\n  grasp-s2r eval --policy {d.policy_path}{how} "
-          "--backgrounds YOUR_TEST_PHOTOS --conditions table-photo,heldout-backgrounds", flush=True)
+    how = (f" --vision {vision}" if vision else "") + (f" --policy {controller}" if cfg.rounds else "")
+    print(f"adapt: finished in {sum(seconds.values()) / 60:.1f} min; segmenter {vision or 'shipped'}, controller "
+          f"{controller}\n  grasp-s2r eval{how} --backgrounds YOUR_TEST_PHOTOS --conditions "
+          "table-photo,heldout-backgrounds", flush=True)
     return record
 
 
@@ -144,7 +157,7 @@ def _open_run(cfg: AdaptConfig, out: Path, photos: str) -> None:
 
 
 def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
-    """The segmenter's fine-tuning: the shipped weights, ``segmenter_steps`` steps at :data:`SEGMENTER_LR`, whole
+    """The segmenter's fine-tuning: the shipped weights, ``segmenter_steps`` steps at ``segmenter_lr``, whole
     images, on every one of your photos (none held out), by the recipe the shipped weights were trained with
     (:func:`~grasp_s2r.vision.training.train_config.recipe_of`: their far views and distractors kept)."""
     from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
@@ -153,7 +166,7 @@ def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
 
     every = max(1, min(500, cfg.segmenter_steps))
     shipped = default_checkpoint_path()
-    return SegmenterTrainConfig(steps=cfg.segmenter_steps, lr=SEGMENTER_LR, seed=cfg.seed, val_every=every,
+    return SegmenterTrainConfig(steps=cfg.segmenter_steps, lr=cfg.segmenter_lr, seed=cfg.seed, val_every=every,
                                 checkpoint_every=every, init_checkpoint=str(shipped), hold_out_photos=False,
                                 data=replace(recipe_of(shipped), mined_crop_prob=cfg.mined_crop_prob))
 

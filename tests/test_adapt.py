@@ -1,4 +1,5 @@
-"""``grasp-s2r adapt``: the controller trained again on your scene's photos, its record, resume, bad input."""
+"""``grasp-s2r adapt``: the segmenter fine-tuned (and the controller trained again) on your scene's photos, its record,
+resume, bad input."""
 
 from __future__ import annotations
 
@@ -63,6 +64,18 @@ def test_adapt_trains_a_controller_on_the_scene_and_resumes(tmp_path):
     assert _adapt(*args).returncode == 0 and (out / "run.json").is_file()
 
 
+def test_adapt_by_default_fine_tunes_the_segmenter_and_keeps_the_shipped_controller(tmp_path):
+    photos = _scene(tmp_path / "scene")
+    out = tmp_path / "adapted"
+    r = _adapt("--photos", str(photos), "--out", str(out), "--segmenter-steps", "2", "--no-progress")
+    assert r.returncode == 0, r.stderr[-2000:]
+    record = json.loads((out / "adapt.json").read_text())
+    assert record["controller"] == "shipped" and record["selected_round"] is None
+    assert record["config"]["rounds"] == 0 and Path(record["segmenter"]).is_file()
+    assert not (out / "controller").exists() and set(record["seconds"]) == {"segmenter"}
+    assert "--vision" in r.stdout and "--policy" not in r.stdout  # the eval command it prints
+
+
 @pytest.mark.parametrize("photos, message", [
     ("missing", "is not a folder of photos"),
     ("one", "needs at least 2 images"),
@@ -80,6 +93,10 @@ def test_adapt_config_refuses_bad_values():
         AdaptConfig(photos="x", table_photo_prob=1.5)
     with pytest.raises(ValueError, match="segmenter_steps"):
         AdaptConfig(photos="x", segmenter_steps=-1)
+    with pytest.raises(ValueError, match="segmenter_lr"):
+        AdaptConfig(photos="x", segmenter_lr=0.0)
+    with pytest.raises(ValueError, match="adapt nothing"):
+        AdaptConfig(photos="x", rounds=0, segmenter_steps=0)
 
 
 def test_the_segmenter_fine_tune_starts_from_the_shipped_weights_on_whole_images():
@@ -88,6 +105,7 @@ def test_the_segmenter_fine_tune_starts_from_the_shipped_weights_on_whole_images
     train = segmenter_train_config(AdaptConfig(photos="x", segmenter_steps=1500, seed=3))
     assert train.init_checkpoint == str(default_checkpoint_path()) and train.crop_px == 0
     assert (train.steps, train.lr, train.seed, train.val_every) == (1500, SEGMENTER_LR, 3, 500)
+    assert segmenter_train_config(AdaptConfig(photos="x", segmenter_lr=1e-3)).lr == 1e-3
 
 
 def test_the_segmenter_fine_tune_trains_on_every_photo_of_the_scene_by_the_shipped_weights_recipe(tmp_path):
