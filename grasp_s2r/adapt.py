@@ -144,7 +144,8 @@ def _open_run(cfg: AdaptConfig, out: Path, photos: str) -> None:
     """Write ``OUT/run.json``, or check that the folder holds this adaptation (refused before any stage runs).
 
     A folder made before ``run.json`` existed is checked by its stages: a controller stage trained over the shipped
-    segmenter's masks (no ``segmenter`` folder) resumes only without a fine-tune, and the other way round."""
+    segmenter's masks (no ``segmenter`` folder) resumes only without a fine-tune, and the other way round. A folder
+    with a controller stage is not one that keeps the shipped controller (``rounds`` 0)."""
     identity = {**{k: v for k, v in asdict(cfg).items() if k not in RESUMABLE_FIELDS}, "photos": photos}
     record = RunRecord(out, ADAPT_RUN_FORMAT, ADAPT_FORMAT_VERSION, "an adaptation", error=ArtifactError)
     if not record.exists() and (out / "controller").is_dir():
@@ -153,6 +154,9 @@ def _open_run(cfg: AdaptConfig, out: Path, photos: str) -> None:
             made = "a fine-tuned segmenter's" if fine_tuned else "the shipped segmenter's"
             raise ArtifactError(f"{out} holds a controller trained over {made} masks, not an adaptation with "
                                 f"--segmenter-steps {cfg.segmenter_steps}; {RESUME_HINT}")
+    if cfg.rounds == 0 and (out / "controller").is_dir():  # its record would name the shipped controller instead
+        raise ArtifactError(f"{out} holds a controller trained by --rounds N, not an adaptation that keeps the "
+                            f"shipped controller (--rounds 0); {RESUME_HINT}")
     record.open(identity, asdict(cfg), hint=RESUME_HINT, defaults=IDENTITY_DEFAULTS)
 
 

@@ -56,6 +56,10 @@ def test_adapt_trains_a_controller_on_the_scene_and_resumes(tmp_path):
     other = _adapt(*args[:-3], "--segmenter-steps", "1", "--no-progress")
     assert other.returncode == 2 and "holds an adaptation" in other.stderr and "segmenter_steps" in other.stderr
     assert len(other.stderr.strip().splitlines()) == 1 and not (out / "segmenter").exists()
+    # the same folder without --rounds (0: keep the shipped controller) would rename its controller: refused
+    shipped = _adapt("--photos", str(photos), "--out", str(out), "--segmenter-steps", "1", "--no-progress")
+    assert shipped.returncode == 2 and "--rounds 0" in shipped.stderr and not (out / "segmenter").exists()
+    assert json.loads((out / "adapt.json").read_text())["controller"] == record["controller"]
     # a folder made before run.json: judged by its stages (a controller over the shipped segmenter's masks)
     (out / "run.json").unlink()
     legacy = _adapt(*args[:-3], "--segmenter-steps", "1", "--no-progress")
