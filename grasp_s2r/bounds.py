@@ -38,7 +38,10 @@ RANGES: dict[str, tuple[int, int]] = {
     "--threads": (1, 100_000), "--replicas": (1, 100_000),
 }
 """Option -> (least, most) accepted, the same for every command that has it (``--workers 0``: in-process, where a
-command allows it; its own parser refuses it elsewhere)."""
+command allows it; its own parser refuses it elsewhere), but for :data:`COMMAND_RANGES`."""
+COMMAND_RANGES: dict[str, dict[str, tuple[int, int]]] = {"adapt": {"--rounds": (0, 1000)}}
+"""Command -> option -> range where a command reads an option's 0 differently (``adapt --rounds 0``: keep the
+shipped controller)."""
 FLOAT_MAX = {"--lr": 10.0}
 """Float options' upper bounds where their configs check only the lower one (an lr of 1e308 makes NaN weights)."""
 RAY_WORKERS_MAX = 256
@@ -56,7 +59,7 @@ def check(command: str, args: argparse.Namespace, argv: Sequence[str]) -> None:
     """Refuse (``UsageError``) an empty path, an option out of :data:`RANGES` or a run the memory cannot hold;
     cap ``args.workers`` / ``args.threads`` at what is useful, saying so on stderr. Touches no file."""
     _check_empty(args, argv)
-    for flag, (lo, hi) in RANGES.items():
+    for flag, (lo, hi) in {**RANGES, **COMMAND_RANGES.get(command, {})}.items():
         value = getattr(args, flag[2:].replace("-", "_"), None)
         if isinstance(value, int) and not isinstance(value, bool) and not lo <= value <= hi:
             raise UsageError(f"{flag} must be in [{lo}, {hi}], got {value}")

@@ -336,7 +336,8 @@ CASES = [
     ("adapt --photos {photos1} --out new", "needs at least 2 images"),
     ("adapt --photos {badphotos} --out new", "cannot read background image"),
     ("adapt --photos {photos} --table-photo-prob 1.5 --out new", "table_photo_prob must be in [0, 1], got 1.5"),
-    ("adapt --photos {photos} --rounds 0 --out new", f"{POS}, got 0"),
+    ("adapt --photos {photos} --rounds 0 --segmenter-steps 0 --out new", "adapt nothing"),
+    ("adapt --photos {photos} --rounds 1001 --out new", "--rounds must be in [0, 1000], got 1001"),
     ("adapt --photos {photos} --out {ds}", "holds an episode dataset"),
     ("adapt --photos {photos} --out {foreign}", "holds files no grasp_s2r command wrote"),
     # --- export
