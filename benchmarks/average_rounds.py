@@ -17,10 +17,11 @@ from pathlib import Path
 from round_evaluation import round_range
 
 from grasp_s2r.control.policy import Policy
+from grasp_s2r.control.run_store import RunStore
 
 
 def average_rounds(run: Path, rounds: list[int], out: Path) -> Path:
-    paths = [run / "checkpoints" / f"round-{r:03d}.pt" for r in rounds]
+    paths = [RunStore(run).ckpt(r) for r in rounds]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"no such round checkpoints: {', '.join(missing)}")

@@ -24,16 +24,16 @@ from results_io import add_json_argument, write_results
 from validation import validation_condition
 
 from grasp_s2r.control import curves, seeds
+from grasp_s2r.control.dagger_config import SHIPPED_EVAL_CONDITIONS
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy, read_policy_blob
+from grasp_s2r.control.run_store import RunStore
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
 
-RECIPE_CONDITIONS = ("nominal", "start-out-of-view", "dropout", "dynamics-shift", "perturbation")
-"""The shipped controller's recipe's ``--eval-conditions``."""
-CONDITIONS = (*RECIPE_CONDITIONS, "table-photo-train")
+CONDITIONS = (*SHIPPED_EVAL_CONDITIONS, "table-photo-train")
 
 
 def round_range(text: str) -> list[int]:
@@ -49,9 +49,10 @@ def round_range(text: str) -> list[int]:
 
 
 def best_round(row: dict[int, dict[str, int]]) -> int:
-    """The round with the most successes over :data:`RECIPE_CONDITIONS`, by DAgger's own rule
+    """The round with the most successes over the shipped recipe's evaluation conditions
+    (:data:`~grasp_s2r.control.dagger_config.SHIPPED_EVAL_CONDITIONS`), by DAgger's own rule
     (:func:`grasp_s2r.control.curves.best_round`: ties go to the later round)."""
-    return curves.best_round([{"round": r, "dagger_successes": sum(v[c] for c in RECIPE_CONDITIONS)}
+    return curves.best_round([{"round": r, "dagger_successes": sum(v[c] for c in SHIPPED_EVAL_CONDITIONS)}
                               for r, v in row.items()])
 
 
@@ -68,8 +69,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     add_json_argument(p, "round_evaluation")
     args = p.parse_args()
-    missing = [str(run / "checkpoints" / f"round-{r:03d}.pt") for run in args.runs for r in args.rounds
-               if not (run / "checkpoints" / f"round-{r:03d}.pt").is_file()]
+    missing = [str(path) for run in args.runs for r in args.rounds if not (path := RunStore(run).ckpt(r)).is_file()]
     if missing:
         sys.exit(f"round_evaluation: no such round checkpoints: {', '.join(missing[:4])}"
                  + (f" and {len(missing) - 4} more" if len(missing) > 4 else ""))
@@ -82,7 +82,7 @@ def main() -> None:
         for run in args.runs:
             rows: dict[int, dict[str, int]] = {}
             for r in args.rounds:
-                policy = Policy.load(run / "checkpoints" / f"round-{r:03d}.pt", "cpu")[0]
+                policy = Policy.load(RunStore(run).ckpt(r), "cpu")[0]
                 rows[r] = {}
                 for c in CONDITIONS:
                     recs = pool.run(requests[c], policy, masks, record=lambda i: False, progress=False,
@@ -95,7 +95,7 @@ def main() -> None:
                   f"{runs[str(run)]['own_pick']})", flush=True)
     write_results(args.json, "round_evaluation", {"runs": runs, "per_condition": args.per_condition,
                                                         "conditions": list(CONDITIONS),
-                                                        "recipe_conditions": list(RECIPE_CONDITIONS)}, args)
+                                                        "recipe_conditions": list(SHIPPED_EVAL_CONDITIONS)}, args)
     print(json.dumps({k: (v["best_round"], v["own_pick"]) for k, v in runs.items()}))
 
 

@@ -8,7 +8,7 @@ The shipped segmenter and controller are always the first row; each candidate ru
 or with its own (``--controllers``: one trained over its masks, ``grasp-s2r dagger --vision CANDIDATE``), through the
 camera that controller was trained on (its run's scene: a controller of ``dagger --resolution 96`` sees 96 px
 images; ``--camera-px N``: the candidates through an N x N camera of the same field of view; through any camera but
-64 px, the mask filter's pixel settings are scaled to it: ``control.parallax.scaled_parallax``). Each row is the success
+the default 64 px one, the mask filter's pixel settings are scaled to it: ``control.parallax.scaled_parallax``). Each row is the success
 on ``--episodes`` validation episodes a condition (seeds no training or test run uses, the training photos only)
 with its 95 % interval and the mean over conditions; the held-out photos and test seeds only report
 (``bench_eval.py``). The segmenter figures that chose the candidates come from ``ablate_vision.py`` (val split).
@@ -32,6 +32,7 @@ from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.files import file_sha256
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.sim.config import CameraConfig
 from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
 
 CONTROLLER = Path(default_checkpoint_path()).parent / "controller.pt"
@@ -83,7 +84,7 @@ def main() -> int:
         if rows and args.camera_px:
             env = env.replace(camera=dataclasses.replace(env.camera, width_px=args.camera_px,
                                                          height_px=args.camera_px))
-        parallax = scaled_parallax(SHIPPED_PARALLAX, env.camera.height_px / 64)
+        parallax = scaled_parallax(SHIPPED_PARALLAX, env.camera.height_px / CameraConfig().height_px)
         with RolloutPool(env, args.workers) as pool:
             val = validate(pool, policy, masks, conditions, args.episodes, label=label,
                            unseen_photos=str(args.unseen_photos) if args.unseen_photos else None, parallax=parallax)

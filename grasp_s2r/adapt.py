@@ -41,8 +41,6 @@ resolved path)."""
 IDENTITY_DEFAULTS = {"mined_crop_prob": 0.0, "segmenter_lr": 3e-4}
 """Identity fields added since adaptations were first recorded, with the values those ran with."""
 RESUME_HINT = "re-run it with the options that made it, or choose another --out"
-ADAPT_EVAL_CONDITIONS = ("nominal", "start-out-of-view", "dropout", "dynamics-shift", "perturbation")
-"""The conditions the shipped controller's run chose its best round on (composited onto your photos here)."""
 SEGMENTER_LR = 1e-3
 """Default peak learning rate of the segmenter's fine-tuning; whole images, as every fine-tune from the shipped
 weights (``SegmenterTrainConfig.crop_px``). Chosen on the validation set with the steps (docs/own-scene.md)."""
@@ -103,7 +101,7 @@ def adapt(cfg: AdaptConfig, progress: bool = True) -> dict:
 
 def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
     from grasp_s2r.control.dagger import run_dagger
-    from grasp_s2r.control.dagger_config import LOST_SPHERE_RECIPE, DaggerConfig
+    from grasp_s2r.control.dagger_config import LOST_SPHERE_RECIPE, SHIPPED_EVAL_CONDITIONS, DaggerConfig
 
     out = Path(cfg.out)  # made by adapt's ArtifactFolder
     photos = str(Path(cfg.photos).resolve())
@@ -122,7 +120,7 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
         d = run_dagger(DaggerConfig(**{**LOST_SPHERE_RECIPE, "table_photo_prob": cfg.table_photo_prob},
                                     out=str(out / "controller"), rounds=cfg.rounds,
                                     episodes_per_round=cfg.episodes_per_round, eval_episodes=cfg.eval_episodes,
-                                    eval_conditions=ADAPT_EVAL_CONDITIONS, vision_checkpoint=vision,
+                                    eval_conditions=SHIPPED_EVAL_CONDITIONS, vision_checkpoint=vision,
                                     backgrounds=photos, bc_baseline=False, workers=cfg.workers, seed=cfg.seed),
                        progress=progress)
         seconds["controller"] = time.perf_counter() - t

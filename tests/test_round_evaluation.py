@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from grasp_s2r.control.dagger_config import SHIPPED_EVAL_CONDITIONS
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -24,7 +26,7 @@ def test_round_ranges_parse_and_bad_ones_are_refused():
 
 
 def test_the_pick_sums_the_recipes_conditions_only_and_ties_go_to_the_later_round():
-    recipe = dict.fromkeys(round_evaluation.RECIPE_CONDITIONS, 8)
+    recipe = dict.fromkeys(SHIPPED_EVAL_CONDITIONS, 8)
     rows = {3: {**recipe, "table-photo-train": 0}, 4: {**recipe, "table-photo-train": 40},
             5: {**recipe, "start-out-of-view": 7, "table-photo-train": 40}}
     assert round_evaluation.best_round(rows) == 4  # 3 and 4 tie on the recipe's conditions; table-photo-train no vote

@@ -183,6 +183,9 @@ of an expert that does not see what the learner does not see, and training episo
 out of view, dropout) or show a photo as the table (``grasp-s2r dagger --memory --observable-expert
 --out-of-view-prob 0.3 --dropout-prob 0.3 --table-photo-prob 0.2``). Not the pipeline's: at its small budget (5
 rounds of 24 episodes) these harder episodes cost it nominal and held-out success (measured: docs/control.md)."""
+SHIPPED_EVAL_CONDITIONS: tuple[str, ...] = ("nominal", "start-out-of-view", "dropout", "dynamics-shift",
+                                            "perturbation")
+"""The shipped controller's run's ``--eval-conditions``: the conditions its best round was chosen on."""
 
 
 def beta_for_round(round_index: int, schedule: str = "linear", rampdown_rounds: int = 3, decay: float = 0.5) -> float:

@@ -90,7 +90,7 @@ cost one condition or another (docs/control.md)."""
 
 def scaled_parallax(config: ParallaxConfig, factor: float) -> ParallaxConfig:
     """``config``'s pixel settings for a camera ``factor`` times as wide in pixels (the same field of view): its
-    distances times ``factor``, its areas times ``factor`` squared; its settings were chosen on a 64 px camera."""
+    distances times ``factor``, its areas times ``factor`` squared; its settings were chosen on the default camera (``CameraConfig``, 64 px)."""
     if factor <= 0:
         raise ValueError(f"factor must be positive, got {factor}")
     return replace(config, min_shift_px=config.min_shift_px * factor, match_px=config.match_px * factor,
