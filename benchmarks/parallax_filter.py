@@ -60,6 +60,17 @@ def _near(text: str) -> ParallaxConfig:
     return dataclasses.replace(SHIPPED, near_steps=int(steps), **({"hover_steps": int(hover)} if hover else {}))
 
 
+def _look(text: str) -> ParallaxConfig:
+    """The shipped filter with the low look of ``--look``'s ``HEIGHT_M/WHEN[/HOVER]`` (WHEN: start, spot or
+    start+spot; HOVER: hovered spots after that many low steps)."""
+    height, _, rest = text.partition("/")
+    when, _, hover = rest.partition("/")
+    if when not in ("start", "spot", "start+spot"):
+        raise ValueError(f"--look takes HEIGHT_M/start|spot|start+spot[/HOVER], got {text!r}")
+    return dataclasses.replace(SHIPPED, look_height_m=float(height), look_at_start="start" in when,
+                               look_after_spot="spot" in when, **({"hover_steps": int(hover)} if hover else {}))
+
+
 def describe(parallax: ParallaxConfig | None) -> str:
     """A row's name: what the filter does."""
     if parallax is None:
@@ -70,7 +81,10 @@ def describe(parallax: ParallaxConfig | None) -> str:
     held = f", held sphere for {parallax.held_steps} steps" if parallax.held_steps else ""
     near = (f", near sphere for {parallax.near_steps} steps below {100 * parallax.near_height_m:g} cm"
             if parallax.near_steps else "")
-    return f"parallax, {parallax.votes} votes{hovered}{closes}{held}{near}"
+    when = " and ".join(w for w, on in (("at the start", parallax.look_at_start),
+                                          ("after a spot", parallax.look_after_spot)) if on)
+    look = f", low look from {100 * parallax.look_height_m:g} cm {when}" if parallax.look_height_m else ""
+    return f"parallax, {parallax.votes} votes{hovered}{closes}{held}{near}{look}"
 
 
 def main() -> int:
@@ -86,6 +100,10 @@ def main() -> int:
     p.add_argument("--near", default="", help="comma-separated STEPS or STEPS+HOVER, one row each: the shipped filter "
                                               "with the near sphere's last mask for up to STEPS empty frames (and "
                                               "hovered spots after HOVER low steps) (default: none)")
+    p.add_argument("--look", default="", help="comma-separated HEIGHT_M/WHEN[/HOVER], one row each: the shipped "
+                                              "filter with a low look from HEIGHT_M (control.look) at the start, "
+                                              "after a given-up spot, or both (WHEN: start, spot, start+spot), and "
+                                              "hovered spots after HOVER low steps (default: none)")
     add_episode_arguments(p, CONDITIONS)
     add_json_argument(p, "parallax_filter")
     args = p.parse_args()
@@ -95,9 +113,9 @@ def main() -> int:
                     if v] + [_hovering(h) for h in args.hover.split(",") if h]
                    + [dataclasses.replace(SHIPPED, held_steps=int(h)) for h in args.held.split(",") if h]
                    + [dataclasses.replace(SHIPPED, hover_closes=int(n)) for n in args.closes.split(",") if n]
-                   + [_near(n) for n in args.near.split(",") if n])
+                   + [_near(n) for n in args.near.split(",") if n] + [_look(v) for v in args.look.split(",") if v])
         if not filters:
-            raise ValueError("no rows: give --votes, --hover, --held, --closes or --near")
+            raise ValueError("no rows: give --votes, --hover, --held, --closes, --near or --look")
         conditions = [validation_condition(c, str(args.photos)) for c in args.conditions.split(",")]
     except (ValueError, KeyError) as e:
         sys.exit(f"parallax_filter: {e}")

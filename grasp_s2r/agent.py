@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -326,6 +326,10 @@ class GraspAgent:
         p = np.asarray(proprio, dtype=np.float32)
         step = self.act_batch(np.asarray(rgb)[None], p[None], memory=self.memory.features()[None],
                               mask_filters=None if self._far is None else [self._far.filter])[0]
+        look = None if self._far is None else self._far.action(p)
+        if look is not None:  # the low look acts in the controller's place (control.look)
+            step = replace(step, action=look, delta_m=look[:3] * self.scene.max_action_step_m,
+                           close_gripper=bool(look[3] > 0))
         self.memory.update(step.mask, p, step.action)
         self.blind_steps = 0 if step.mask.any() else self.blind_steps + 1
         return step

@@ -28,6 +28,7 @@ import numpy as np
 
 from grasp_s2r.control.held import HeldSphere
 from grasp_s2r.control.hovered import HoveredSpots
+from grasp_s2r.control.look import LowLook
 from grasp_s2r.control.near import NearSphere
 from grasp_s2r.control.wrist_geometry import FINGER_GAP_INDEX, GRIPPER_CLOSED_INDEX, TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
@@ -66,6 +67,14 @@ class ParallaxConfig:
     """TCP height above the table (m) below which the near sphere's rule acts."""
     near_min_px: int = 20
     """Pixels the last mask must cover for the near sphere's rule to give it back."""
+    look_height_m: float = 0.0
+    """Low look (``control.look``): the arm goes to this TCP height above the table, the view centred on the spawn
+    area, before the controller acts (``look_at_start``) and/or after each spot given up as a lure
+    (``look_after_spot``); 0: off."""
+    look_at_start: bool = False
+    """A low look at the episode's start."""
+    look_after_spot: bool = False
+    """A low look after each hovered or re-closed spot is given up."""
 
     def __post_init__(self) -> None:
         if self.min_shift_px < 2 * self.match_px:
@@ -76,6 +85,9 @@ class ParallaxConfig:
         if self.hover_steps < 0 or self.hover_closes < 0:
             raise ValueError(f"hover_steps and hover_closes must be >= 0 (0: off), got {self.hover_steps}, "
                              f"{self.hover_closes}")
+        if self.look_height_m < 0 or (self.look_height_m > 0 and not (self.look_at_start or self.look_after_spot)):
+            raise ValueError(f"look_height_m must be >= 0 (0: off), and a look needs look_at_start or "
+                             f"look_after_spot; got {self.look_height_m}")
         if self.held_steps < 0 or self.near_steps < 0:
             raise ValueError(f"held_steps and near_steps must be >= 0 (0: off), got {self.held_steps}, "
                              f"{self.near_steps}")
@@ -110,6 +122,9 @@ class ParallaxFilter:
         """The held sphere's last mask (``control.held``), or None where it is off."""
         self.near = NearSphere(camera, c.near_steps, c.near_height_m, c.near_min_px) if c.near_steps else None
         """The near sphere's last mask (``control.near``), or None where it is off."""
+        self.look = (LowLook(scene, c.look_height_m, c.look_at_start, c.look_after_spot) if c.look_height_m > 0
+                     else None)
+        """The low looks (``control.look``), or None where they are off."""
         self.reset()
 
     def reset(self) -> None:
@@ -126,6 +141,15 @@ class ParallaxFilter:
             self.held.reset()
         if self.near is not None:
             self.near.reset()
+        if self.look is not None:
+            self.look.reset()
+
+    def action(self, proprio: np.ndarray) -> np.ndarray | None:
+        """The low look's action for this step (after :meth:`filter` of the same step), or None where the
+        controller acts."""
+        if self.look is None:
+            return None
+        return self.look.action(proprio, 0 if self.hovered is None else len(self.hovered.spots))
 
     @property
     def far_spots(self) -> np.ndarray:

@@ -1,0 +1,67 @@
+"""A low look: the arm goes down to where the camera sees the whole spawn area with the sphere wider, then the
+controller acts.
+
+The shipped controller searches from high up (it learned the observable expert's search at 0.22 m), where the sphere
+is 2-3 px wide and on busy tables the segmenter rarely finds it; from 0.11 m above the middle of where spheres spawn
+the camera sees that whole area with the sphere 4-5 px wide (docs/experiments/vision.md, *Searching where the
+segmenter can see*). :class:`LowLook` moves the TCP there, gripper open, by proprioception alone, at the episode's start
+(``at_start``) and/or each time the mask filter gives up a spot of the table as a lure (``after_spot``: a re-closed or
+hovered spot, ``control.hovered``), and hands back to the controller once there (within ``tol_m``) or after
+``max_steps`` steps. Everything it reads is what a robot has: the TCP's position (kinematics) and the scene's spawn
+area. Numpy only; run by :class:`~grasp_s2r.control.parallax.ParallaxFilter` (its :meth:`action`), so what is
+evaluated is what ``GraspAgent`` deploys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grasp_s2r.control.wrist_geometry import TCP_INDEX
+from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
+from grasp_s2r.sim.config import SceneConfig
+from grasp_s2r.sim.env import ACTION_DIM
+
+
+class LowLook:
+    """One episode's low looks; :meth:`action` before the controller's action is executed."""
+
+    def __init__(self, scene: SceneConfig, height_m: float, at_start: bool, after_spot: bool,
+                 tol_m: float = 0.01, max_steps: int = 12):
+        if height_m <= 0 or tol_m <= 0 or max_steps < 1 or not (at_start or after_spot):
+            raise ValueError(f"a low look needs height_m > 0, tol_m > 0, max_steps >= 1 and a trigger; got "
+                             f"{height_m}, {tol_m}, {max_steps}, at_start={at_start}, after_spot={after_spot}")
+        self.scene, self.height_m, self.at_start, self.after_spot = scene, height_m, at_start, after_spot
+        self.tol_m, self.max_steps = tol_m, max_steps
+        offset = np.asarray(SearchConfig().view_offset_at(height_m))
+        self.target = np.array([*(np.asarray(scene.spawn_center_world_m) - offset), height_m])
+        """TCP (x, y, height above the table), m: the camera's view centred on the spawn area's middle."""
+        self.gain = ExpertConfig().gain
+        self.reset()
+
+    def reset(self) -> None:
+        """A new episode: a look pending where ``at_start``."""
+        self.left = self.max_steps if self.at_start else 0
+        """Steps the current look may still take (0: the controller acts)."""
+        self._spots = 0
+        """Spots given up so far (a new one starts a look where ``after_spot``)."""
+        self.looks = 0
+        """Looks started this episode."""
+
+    def action(self, proprio: np.ndarray, spots_given_up: int) -> np.ndarray | None:
+        """float64 (ACTION_DIM,): the look's action for this step, or None where the controller acts."""
+        if self.after_spot and spots_given_up > self._spots:
+            self.left = self.max_steps
+        self._spots = spots_given_up
+        if self.left <= 0:
+            return None
+        tcp = np.asarray(proprio, dtype=float)[TCP_INDEX]
+        if np.linalg.norm(self.target - tcp) < self.tol_m:
+            self.left = 0
+            return None
+        if self.left == self.max_steps:
+            self.looks += 1
+        self.left -= 1
+        action = np.zeros(ACTION_DIM)
+        action[:3] = np.clip(self.gain * (self.target - tcp) / self.scene.max_action_step_m, -1.0, 1.0)
+        action[3] = -1.0  # open
+        return action
