@@ -3,9 +3,10 @@
 One step: camera image (any size, any field of view at least the trained one) -> centre crop + resize to the
 trained field of view -> segmenter -> sphere mask -> parallax filter (drops the detections that stay put in the
 image as the camera moves: far away, not on the table; ``control.parallax``; and those at a table point the gripper
-has closed over again and again: ``control.hovered``; gives a sphere the closed gripper holds its last mask where the
-segmenter loses it in the lift, ``control.held``, and one it loses for a frame just under the open fingers,
-``control.near``) -> controller (mask + proprioception) -> action.
+has closed over again and again, or stayed low over for long: ``control.hovered``; gives a sphere the closed gripper
+holds its last mask where the segmenter loses it in the lift, ``control.held``, and one it loses for a frame just
+under the open fingers, ``control.near``) -> controller (mask + proprioception) -> action; after each table point
+given up, the filter's low look acts in the controller's place for a few steps (``control.look``).
 
 Inputs of :meth:`GraspAgent.act`:
 

@@ -87,3 +87,26 @@ def test_from_the_look_point_the_camera_sees_spheres_across_the_spawn_area():
         env.close()
     assert np.mean(np.array(seen) > 0) >= 0.85 and np.median(seen) >= 12, (seen, far)
     assert max(far) > 0.8 * SCENE.spawn_half_extent_m  # spheres near the area's edge among them
+
+
+def test_grasp_agent_acts_the_look_in_the_controllers_place():
+    """The deployable agent (the shipped networks, a real frame) returns the look's steps, then the controller's."""
+    from grasp_s2r.agent import GraspAgent
+
+    agent = GraspAgent.load(device="cpu", parallax=ParallaxConfig(look_height_m=0.08, look_at_start=True))
+    env = GraspEnv(control_env_config())
+    try:
+        r = env.reset(3)
+        agent.reset()
+        expected = LowLook(SCENE, 0.08, at_start=True, after_spot=False)
+        for _ in range(30):
+            want = expected.action(r.proprio, 0)
+            step = agent.act(r.frame.rgb, r.proprio)
+            if want is None:
+                break
+            np.testing.assert_allclose(step.action, want)
+            np.testing.assert_allclose(step.delta_m, want[:3] * SCENE.max_action_step_m)
+            r = env.step(step.action)
+        assert want is None and agent._far.look.looks == 1  # it handed back to the controller
+    finally:
+        env.close()

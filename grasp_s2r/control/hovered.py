@@ -16,10 +16,11 @@ each, at the same spot, where a sphere is held after a close or, squeezed out of
 
 Everything it reads is what a robot has: the TCP's position above the table (kinematics), whether the gripper is
 closed, and the mask. Numpy and OpenCV only. A close ends a stay: a sphere squeezed out of the fingers is closed on
-again and again before it is held, and counting across those closes gave it up (``dynamics-shift``). The closes
-ship (``ParallaxConfig.hover_closes`` = 6), the hovered steps do not (``hover_steps`` = 0): on validation episodes
-they lowered a condition alone (one episode behind the sphere) and beside the near sphere (``control.near``: one
-episode as the table of a second photo set); docs/control.md, *Hovered spots*, *Re-closed spots*.
+again and again before it is held, and counting across those closes gave it up (``dynamics-shift``). Both counts
+ship (``ParallaxConfig.hover_steps`` = 16, ``hover_closes`` = 6), with the low look that follows each spot given up
+(``control.look``): alone, the hovered steps lowered a condition by one episode on validation episodes, and gained
+little, the controller having nowhere better to go than its high search (docs/control.md, *Hovered spots*,
+*Re-closed spots*, *Low look*).
 """
 
 from __future__ import annotations
