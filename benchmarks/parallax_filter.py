@@ -2,7 +2,8 @@
 without it, with other vote counts, and with other settings of its rules.
 
     python benchmarks/parallax_filter.py --photos DIR [--votes 0,3,2] [--hover 10/0.03,16/0.04] [--held 5,10]
-        [--closes 4,6] [--near 0+0,1+0,1+16] [--episodes 300] [--conditions C,...] [--workers 2] [--save]
+        [--closes 4,6] [--near 0+0,1+0,1+16] [--look 0/spot/0,0.08/spot/16] [--episodes 300] [--conditions C,...]
+        [--workers 2] [--save]
 
 The shipped segmenter and controller act in every row. A ``--votes`` row of 0 gives the controller the segmenter's
 masks as they are (no filter); each other one drops the detections that stay put in the image while the camera
@@ -13,7 +14,11 @@ up to STEPS empty masks in a row the last non-empty one while the closed gripper
 0: none); each ``--closes N`` row is the shipped filter with re-closed spots after N closes begun near one table
 point (``control.hovered``; 0: none); each ``--near STEPS[+HOVER]`` row is the shipped filter with the near sphere's
 last mask for up to STEPS empty frames under the open gripper (``control.near``; 0: none), and with +HOVER hovered
-spots after HOVER low steps (0: none). ``DIR``: a folder of validation photos for the unseen conditions (never the
+spots after HOVER low steps (0: none); each ``--look HEIGHT_M/WHEN[/HOVER]`` row is the shipped filter with the low
+look (``control.look``) from HEIGHT_M at the start, after each spot given up, or both (WHEN: ``start``, ``spot``,
+``start+spot``), and with /HOVER hovered spots after HOVER low steps. Rows run the same episodes: each row after the
+first prints, per condition, the episodes it grasps that the first row does not (won) and the other way (lost).
+``DIR``: a folder of validation photos for the unseen conditions (never the
 held-out ones). Writes ``runs/benchmarks/parallax_filter.json`` (``--save``:
 ``benchmarks/results/``).
 """
@@ -133,7 +138,15 @@ def main() -> int:
                 recs = pool.run(reqs, policy, masks, record=lambda i: False, progress=True, desc=f"{name} {c.name}",
                                 parallax=parallax)
                 v = row["conditions"][c.name] = success_counts(recs)
-                print(f"{name:60s} {c.name:22s} {format_rate(v['successes'], v['episodes'])}", flush=True)
+                v["success_by_episode"] = [bool(r.success) for r in recs]  # request order: rows pair episode by episode
+                paired = ""
+                if rows:  # against the first row, the same episodes
+                    first = rows[0]["conditions"][c.name]["success_by_episode"]
+                    won = sum(b and not a for a, b in zip(first, v["success_by_episode"]))
+                    lost = sum(a and not b for a, b in zip(first, v["success_by_episode"]))
+                    v["paired_vs_first_row"] = {"won": won, "lost": lost}
+                    paired = f"   against the first row: {won} won, {lost} lost"
+                print(f"{name:60s} {c.name:22s} {format_rate(v['successes'], v['episodes'])}{paired}", flush=True)
             rows.append(row)
     write_results(args.json, "parallax_filter", {"photos": args.photos.name, "episodes": args.episodes,
                                                  "conditions": [c.name for c in conditions], "rows": rows}, args)
