@@ -19,9 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from grasp_s2r.control.wrist_geometry import TCP_INDEX
-from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
+from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig, action_towards
 from grasp_s2r.sim.config import SceneConfig
-from grasp_s2r.sim.env import ACTION_DIM
 
 
 class LowLook:
@@ -34,8 +33,7 @@ class LowLook:
                              f"{height_m}, {tol_m}, {max_steps}, at_start={at_start}, after_spot={after_spot}")
         self.scene, self.height_m, self.at_start, self.after_spot = scene, height_m, at_start, after_spot
         self.tol_m, self.max_steps = tol_m, max_steps
-        offset = np.asarray(SearchConfig().view_offset_at(height_m))
-        self.target = np.array([*(np.asarray(scene.spawn_center_world_m) - offset), height_m])
+        self.target = np.array([*SearchConfig().tcp_xy_viewing(scene.spawn_center_world_m, height_m), height_m])
         """TCP (x, y, height above the table), m: the camera's view centred on the spawn area's middle."""
         self.gain = ExpertConfig().gain
         self.reset()
@@ -63,7 +61,4 @@ class LowLook:
         if self.left == self.max_steps:
             self.looks += 1
         self.left -= 1
-        action = np.zeros(ACTION_DIM)
-        action[:3] = np.clip(self.gain * (self.target - tcp) / self.scene.max_action_step_m, -1.0, 1.0)
-        action[3] = -1.0  # open
-        return action
+        return action_towards(tcp, self.target, False, self.gain, self.scene.max_action_step_m)  # fingers open

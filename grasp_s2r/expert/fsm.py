@@ -118,6 +118,20 @@ class SearchConfig:
         """Centre of the patch of table seen from ``tcp_height_m``, from the TCP (x, y)."""
         return (self.view_offset_per_m[0] * tcp_height_m, self.view_offset_per_m[1] * tcp_height_m)
 
+    def tcp_xy_viewing(self, point_xy_m, tcp_height_m: float) -> np.ndarray:
+        """TCP (x, y) from which the camera's view, ``tcp_height_m`` above the table, is centred on ``point_xy_m``."""
+        return np.asarray(point_xy_m, dtype=float) - np.asarray(self.view_offset_at(tcp_height_m))
+
+
+def action_towards(tcp: np.ndarray, target: np.ndarray, close: bool, gain: float, max_step_m: float) -> np.ndarray:
+    """The action (ACTION_DIM,) that moves the TCP a proportional step (``gain``, clipped to one full step of
+    ``max_step_m`` per axis) towards ``target``, the gripper closing or opening: the expert's, and the low look's
+    (``control.look``)."""
+    action = np.zeros(ACTION_DIM)
+    action[:3] = np.clip(gain * (np.asarray(target) - tcp) / max_step_m, -1.0, 1.0)
+    action[3] = 1.0 if close else -1.0
+    return action
+
 
 def spiral_corners(rings: int) -> list[tuple[int, int]]:
     """Corners of a square spiral on the integer grid, from (0, 0) out to ``rings`` rings (legs 1, 1, 2, 2, ...:
@@ -214,10 +228,7 @@ class Expert:
         return self._action(tcp, target, close), phase
 
     def _action(self, tcp: np.ndarray, target: np.ndarray, close: bool) -> np.ndarray:
-        action = np.zeros(ACTION_DIM)
-        action[:3] = np.clip(self.config.gain * (target - tcp) / self.scene.max_action_step_m, -1.0, 1.0)
-        action[3] = 1.0 if close else -1.0
-        return action
+        return action_towards(tcp, target, close, self.config.gain, self.scene.max_action_step_m)
 
     def _act_out_of_view(self, pv: Privileged) -> tuple[np.ndarray, Phase]:
         """The sphere is not in view: read only the TCP, the gripper, the scene's constants and the memory."""
@@ -268,7 +279,7 @@ class Expert:
         waypoints = self.search_waypoints()
         self.waypoint %= len(waypoints)
         if sc.first_look_height_m > 0 and self.last_seen_world_m is None and self.waypoint == 0:
-            look_xy = np.asarray(self.scene.spawn_center_world_m) - np.asarray(sc.view_offset_at(sc.first_look_height_m))
+            look_xy = sc.tcp_xy_viewing(self.scene.spawn_center_world_m, sc.first_look_height_m)
             look = np.array([*look_xy, self.scene.table_height_m + sc.first_look_height_m])
             if np.linalg.norm(look - tcp) >= sc.waypoint_tol_m:
                 return look
