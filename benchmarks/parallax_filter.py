@@ -66,14 +66,17 @@ def _near(text: str) -> ParallaxConfig:
 
 
 def _look(text: str) -> ParallaxConfig:
-    """The shipped filter with the low look of ``--look``'s ``HEIGHT_M/WHEN[/HOVER]`` (WHEN: start, spot or
-    start+spot; HOVER: hovered spots after that many low steps)."""
+    """The shipped filter with the low look of ``--look``'s ``HEIGHT_M/WHEN[/HOVER[/GAIN]]`` (WHEN: start, empty,
+    spot, start+spot or empty+spot; HOVER: hovered spots after that many low steps; GAIN: the look's gain)."""
     height, _, rest = text.partition("/")
-    when, _, hover = rest.partition("/")
-    if when not in ("start", "spot", "start+spot"):
-        raise ValueError(f"--look takes HEIGHT_M/start|spot|start+spot[/HOVER], got {text!r}")
-    return dataclasses.replace(SHIPPED, look_height_m=float(height), look_at_start="start" in when,
-                               look_after_spot="spot" in when, **({"hover_steps": int(hover)} if hover else {}))
+    when, _, rest = rest.partition("/")
+    hover, _, gain = rest.partition("/")
+    if when not in ("start", "empty", "spot", "start+spot", "empty+spot"):
+        raise ValueError(f"--look takes HEIGHT_M/start|empty|spot|start+spot|empty+spot[/HOVER[/GAIN]], got {text!r}")
+    return dataclasses.replace(SHIPPED, look_height_m=float(height), look_at_start="start" in when or "empty" in when,
+                               look_start_if_empty="empty" in when, look_after_spot="spot" in when,
+                               **({"hover_steps": int(hover)} if hover else {}),
+                               **({"look_gain": float(gain)} if gain else {}))
 
 
 def describe(parallax: ParallaxConfig | None) -> str:
@@ -86,9 +89,11 @@ def describe(parallax: ParallaxConfig | None) -> str:
     held = f", held sphere for {parallax.held_steps} steps" if parallax.held_steps else ""
     near = (f", near sphere for {parallax.near_steps} steps below {100 * parallax.near_height_m:g} cm"
             if parallax.near_steps else "")
-    when = " and ".join(w for w, on in (("at the start", parallax.look_at_start),
+    start = "at the start where nothing is seen" if parallax.look_start_if_empty else "at the start"
+    when = " and ".join(w for w, on in ((start, parallax.look_at_start),
                                           ("after a spot", parallax.look_after_spot)) if on)
-    look = f", low look from {100 * parallax.look_height_m:g} cm {when}" if parallax.look_height_m else ""
+    gain = "" if parallax.look_gain is None else f", gain {parallax.look_gain:g}"
+    look = f", low look from {100 * parallax.look_height_m:g} cm {when}{gain}" if parallax.look_height_m else ""
     return f"parallax, {parallax.votes} votes{hovered}{closes}{held}{near}{look}"
 
 

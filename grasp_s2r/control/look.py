@@ -27,15 +27,20 @@ class LowLook:
     """One episode's low looks; :meth:`action` before the controller's action is executed."""
 
     def __init__(self, scene: SceneConfig, height_m: float, at_start: bool, after_spot: bool,
-                 tol_m: float = 0.01, max_steps: int = 12):
-        if height_m <= 0 or tol_m <= 0 or max_steps < 1 or not (at_start or after_spot):
-            raise ValueError(f"a low look needs height_m > 0, tol_m > 0, max_steps >= 1 and a trigger; got "
-                             f"{height_m}, {tol_m}, {max_steps}, at_start={at_start}, after_spot={after_spot}")
+                 start_if_empty: bool = False, gain: float | None = None, tol_m: float = 0.01, max_steps: int = 12):
+        self.gain = ExpertConfig().gain if gain is None else gain
+        """Fraction of the remaining distance commanded in one step (before clipping): the expert's by default."""
+        if (height_m <= 0 or tol_m <= 0 or max_steps < 1 or not (at_start or after_spot) or not 0 < self.gain <= 1
+                or (start_if_empty and not at_start)):
+            raise ValueError(f"a low look needs height_m > 0, tol_m > 0, max_steps >= 1, 0 < gain <= 1 and a trigger "
+                             f"(start_if_empty only with at_start); got {height_m}, {tol_m}, {max_steps}, {gain}, "
+                             f"at_start={at_start}, after_spot={after_spot}, start_if_empty={start_if_empty}")
         self.scene, self.height_m, self.at_start, self.after_spot = scene, height_m, at_start, after_spot
+        self.start_if_empty = start_if_empty
+        """The look at the start only where the first step's (filtered) mask shows nothing."""
         self.tol_m, self.max_steps = tol_m, max_steps
         self.target = np.array([*SearchConfig().tcp_xy_viewing(scene.spawn_center_world_m, height_m), height_m])
         """TCP (x, y, height above the table), m: the camera's view centred on the spawn area's middle."""
-        self.gain = ExpertConfig().gain
         self.reset()
 
     def reset(self) -> None:
@@ -46,9 +51,15 @@ class LowLook:
         """Spots given up so far (a new one starts a look where ``after_spot``)."""
         self.looks = 0
         """Looks started this episode."""
+        self._first = True
+        """No step seen yet this episode."""
 
-    def action(self, proprio: np.ndarray, spots_given_up: int) -> np.ndarray | None:
-        """float64 (ACTION_DIM,): the look's action for this step, or None where the controller acts."""
+    def action(self, proprio: np.ndarray, spots_given_up: int, seen: bool = False) -> np.ndarray | None:
+        """float64 (ACTION_DIM,): the look's action for this step, or None where the controller acts. ``seen``:
+        this step's (filtered) mask shows something."""
+        if self._first and self.start_if_empty and seen:
+            self.left = 0
+        self._first = False
         if self.after_spot and spots_given_up > self._spots:
             self.left = self.max_steps
         self._spots = spots_given_up

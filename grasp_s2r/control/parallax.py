@@ -77,6 +77,10 @@ class ParallaxConfig:
     """A low look at the episode's start."""
     look_after_spot: bool = False
     """A low look after each hovered or re-closed spot is given up."""
+    look_start_if_empty: bool = False
+    """With ``look_at_start``: the look at the start only where the first step's filtered mask shows nothing."""
+    look_gain: float | None = None
+    """The low look's proportional gain (``control.look``); None: the expert's."""
 
     def __post_init__(self) -> None:
         if self.min_shift_px < 2 * self.match_px:
@@ -90,6 +94,10 @@ class ParallaxConfig:
         if self.look_height_m < 0 or (self.look_height_m > 0 and not (self.look_at_start or self.look_after_spot)):
             raise ValueError(f"look_height_m must be >= 0 (0: off), and a look needs look_at_start or "
                              f"look_after_spot; got {self.look_height_m}")
+        if (self.look_start_if_empty and not self.look_at_start) or (self.look_gain is not None
+                                                                       and not 0 < self.look_gain <= 1):
+            raise ValueError(f"look_start_if_empty needs look_at_start, and look_gain must be in (0, 1] (None: the "
+                             f"expert's); got {self.look_start_if_empty}, {self.look_gain}")
         if self.held_steps < 0 or self.near_steps < 0:
             raise ValueError(f"held_steps and near_steps must be >= 0 (0: off), got {self.held_steps}, "
                              f"{self.near_steps}")
@@ -127,8 +135,8 @@ class ParallaxFilter:
         """The held sphere's last mask (``control.held``), or None where it is off."""
         self.near = NearSphere(camera, c.near_steps, c.near_height_m, c.near_min_px) if c.near_steps else None
         """The near sphere's last mask (``control.near``), or None where it is off."""
-        self.look = (LowLook(scene, c.look_height_m, c.look_at_start, c.look_after_spot) if c.look_height_m > 0
-                     else None)
+        self.look = (LowLook(scene, c.look_height_m, c.look_at_start, c.look_after_spot, c.look_start_if_empty,
+                             c.look_gain) if c.look_height_m > 0 else None)
         """The low looks (``control.look``), or None where they are off."""
         self.reset()
 
@@ -148,13 +156,15 @@ class ParallaxFilter:
             self.near.reset()
         if self.look is not None:
             self.look.reset()
+        self._seen = False
+        """The last :meth:`filter`'s mask shows something."""
 
     def action(self, proprio: np.ndarray) -> np.ndarray | None:
         """The low look's action for this step (after :meth:`filter` of the same step), or None where the
         controller acts."""
         if self.look is None:
             return None
-        return self.look.action(proprio, 0 if self.hovered is None else len(self.hovered.spots))
+        return self.look.action(proprio, 0 if self.hovered is None else len(self.hovered.spots), self._seen)
 
     @property
     def far_spots(self) -> np.ndarray:
@@ -177,7 +187,9 @@ class ParallaxFilter:
             mask = self.hovered.filter(mask, proprio)
         if self.held is not None:
             mask = self.held.filter(mask, proprio)
-        return mask if self.near is None else self.near.filter(mask, proprio)
+        mask = mask if self.near is None else self.near.filter(mask, proprio)
+        self._seen = bool(mask.any())
+        return mask
 
     def _without_far(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
         mask = np.asarray(mask, dtype=bool)
