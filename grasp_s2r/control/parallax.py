@@ -30,7 +30,7 @@ import numpy as np
 
 from grasp_s2r.control.held import HeldSphere
 from grasp_s2r.control.hovered import HoveredSpots
-from grasp_s2r.control.look import LowLook
+from grasp_s2r.control.look import LOOK_POINTS, LowLook
 from grasp_s2r.control.near import NearSphere
 from grasp_s2r.control.wrist_geometry import FINGER_GAP_INDEX, GRIPPER_CLOSED_INDEX, TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
@@ -77,10 +77,10 @@ class ParallaxConfig:
     """A low look at the episode's start."""
     look_after_spot: bool = False
     """A low look after each hovered or re-closed spot is given up."""
-    look_start_if_empty: bool = False
-    """With ``look_at_start``: the look at the start only where the first step's filtered mask shows nothing."""
-    look_gain: float | None = None
-    """The low look's proportional gain (``control.look``); None: the expert's."""
+    look_points: int = 1
+    """Views a look visits (``control.look.LOOK_POINTS``): the spawn area's middle (1) or its quarters' (4)."""
+    look_until_seen: bool = False
+    """A look hands back to the controller as soon as the filtered mask shows something."""
 
     def __post_init__(self) -> None:
         if self.min_shift_px < 2 * self.match_px:
@@ -94,10 +94,8 @@ class ParallaxConfig:
         if self.look_height_m < 0 or (self.look_height_m > 0 and not (self.look_at_start or self.look_after_spot)):
             raise ValueError(f"look_height_m must be >= 0 (0: off), and a look needs look_at_start or "
                              f"look_after_spot; got {self.look_height_m}")
-        if (self.look_start_if_empty and not self.look_at_start) or (self.look_gain is not None
-                                                                       and not 0 < self.look_gain <= 1):
-            raise ValueError(f"look_start_if_empty needs look_at_start, and look_gain must be in (0, 1] (None: the "
-                             f"expert's); got {self.look_start_if_empty}, {self.look_gain}")
+        if self.look_points not in LOOK_POINTS:
+            raise ValueError(f"look_points must be one of {LOOK_POINTS}, got {self.look_points}")
         if self.held_steps < 0 or self.near_steps < 0:
             raise ValueError(f"held_steps and near_steps must be >= 0 (0: off), got {self.held_steps}, "
                              f"{self.near_steps}")
@@ -135,8 +133,8 @@ class ParallaxFilter:
         """The held sphere's last mask (``control.held``), or None where it is off."""
         self.near = NearSphere(camera, c.near_steps, c.near_height_m, c.near_min_px) if c.near_steps else None
         """The near sphere's last mask (``control.near``), or None where it is off."""
-        self.look = (LowLook(scene, c.look_height_m, c.look_at_start, c.look_after_spot, c.look_start_if_empty,
-                             c.look_gain) if c.look_height_m > 0 else None)
+        self.look = (LowLook(scene, c.look_height_m, c.look_at_start, c.look_after_spot, c.look_points,
+                             c.look_until_seen) if c.look_height_m > 0 else None)
         """The low looks (``control.look``), or None where they are off."""
         self.reset()
 
