@@ -14,7 +14,7 @@ up to STEPS empty masks in a row the last non-empty one while the closed gripper
 0: none); each ``--closes N`` row is the shipped filter with re-closed spots after N closes begun near one table
 point (``control.hovered``; 0: none); each ``--near STEPS[+HOVER]`` row is the shipped filter with the near sphere's
 last mask for up to STEPS empty frames under the open gripper (``control.near``; 0: none), and with +HOVER hovered
-spots after HOVER low steps (0: none); each ``--look HEIGHT_M/WHEN[/HOVER[/POINTS[/seen]]]`` row is the shipped filter with the low
+spots after HOVER low steps (0: none); each ``--look HEIGHT_M/WHEN[/HOVER]`` row is the shipped filter with the low
 look (``control.look``) from HEIGHT_M at the start, after each spot given up, or both (WHEN: ``start``, ``spot``,
 ``start+spot``), and with /HOVER hovered spots after HOVER low steps. Rows run the same episodes: each row after the
 first prints, per condition, the episodes it grasps that the first row does not (won) and the other way (lost).
@@ -66,17 +66,14 @@ def _near(text: str) -> ParallaxConfig:
 
 
 def _look(text: str) -> ParallaxConfig:
-    """The shipped filter with the low look of ``--look``'s ``HEIGHT_M/WHEN[/HOVER[/POINTS[/seen]]]`` (WHEN: start,
-    spot or start+spot; HOVER: hovered spots after that many low steps; POINTS: views a look visits; seen: it hands
-    back as soon as the mask shows something)."""
-    parts = text.split("/")
-    height, when, hover, points, seen = (parts + ["", "", "", ""])[:5]
-    if when not in ("start", "spot", "start+spot") or seen not in ("", "seen") or len(parts) > 5:
-        raise ValueError(f"--look takes HEIGHT_M/start|spot|start+spot[/HOVER[/POINTS[/seen]]], got {text!r}")
+    """The shipped filter with the low look of ``--look``'s ``HEIGHT_M/WHEN[/HOVER]`` (WHEN: start, spot or
+    start+spot; HOVER: hovered spots after that many low steps)."""
+    height, _, rest = text.partition("/")
+    when, _, hover = rest.partition("/")
+    if when not in ("start", "spot", "start+spot"):
+        raise ValueError(f"--look takes HEIGHT_M/start|spot|start+spot[/HOVER], got {text!r}")
     return dataclasses.replace(SHIPPED, look_height_m=float(height), look_at_start="start" in when,
-                               look_after_spot="spot" in when, look_until_seen=seen == "seen",
-                               **({"hover_steps": int(hover)} if hover else {}),
-                               **({"look_points": int(points)} if points else {}))
+                               look_after_spot="spot" in when, **({"hover_steps": int(hover)} if hover else {}))
 
 
 def describe(parallax: ParallaxConfig | None) -> str:
@@ -91,9 +88,7 @@ def describe(parallax: ParallaxConfig | None) -> str:
             if parallax.near_steps else "")
     when = " and ".join(w for w, on in (("at the start", parallax.look_at_start),
                                           ("after a spot", parallax.look_after_spot)) if on)
-    scan = f" over {parallax.look_points} views" if parallax.look_points > 1 else ""
-    seen = " until something is seen" if parallax.look_until_seen else ""
-    look = f", low look from {100 * parallax.look_height_m:g} cm{scan} {when}{seen}" if parallax.look_height_m else ""
+    look = f", low look from {100 * parallax.look_height_m:g} cm {when}" if parallax.look_height_m else ""
     return f"parallax, {parallax.votes} votes{hovered}{closes}{held}{near}{look}"
 
 

@@ -20,7 +20,9 @@ compared; or an unseen-photo one (``table-photo-unseen``, ``backgrounds-unseen``
 ``--strips DIR``: each failed episode as a strip of 20 frames overlaid with the controller's mask
 (``DIR/seed-SEED.png``). Also, over the failed episodes' frames whose sphere (3 px or more) is in view and missed,
 the segmenter's highest sphere probability on the sphere's pixels (:func:`missed_sphere_probability`): near its
-threshold, a lower threshold or evidence summed over frames could find it; near 0, only a segmenter that sees it.
+threshold, a lower threshold or evidence summed over frames could find it; near 0, only a segmenter that sees it;
+and the share of those frames where it finds the sphere when only 4, 8 or 16 px of the frame around the sphere are
+left, the rest the colour around it (:func:`within_context`): whether its surroundings suppress it.
 ``--truth close`` (``far``): the controller gets the ground-truth mask in the frames whose sphere covers at least
 (fewer than) ``--truth-px`` pixels and the segmenter's elsewhere: which failures a right mask at that range would
 turn into grasps.
@@ -102,23 +104,45 @@ class TruthInRange:
         return masks
 
 
+CONTEXT_PX = (4, 8, 16)
+"""Radii (px) of the context left around a missed sphere by :func:`within_context`."""
+
+
+def within_context(rgb: np.ndarray, gt: np.ndarray, radius_px: float) -> np.ndarray:
+    """A copy of a frame uint8 (H, W, 3) with every pixel farther than ``radius_px`` from the sphere's centroid
+    (``gt``, bool (H, W)) set to the mean colour of the pixels around the sphere (off it, within 5 px)."""
+    ys, xs = np.nonzero(gt)
+    rows, cols = np.mgrid[: gt.shape[0], : gt.shape[1]]
+    far = np.hypot(rows - ys.mean(), cols - xs.mean())
+    out = np.array(rgb, copy=True)
+    out[far > radius_px] = rgb[~gt & (far < 5)].mean(0).round().astype(np.uint8)
+    return out
+
+
 def missed_sphere_probability(records, segmenter, threshold: float) -> dict[str, float]:
     """Over the frames of ``records`` whose sphere (3 px or more) is in view and missed by the controller's mask: the
     segmenter's highest sphere probability on the sphere's pixels, its median and 90th percentile, and the share of
-    those frames where it reaches half the threshold."""
-    peaks = []
+    those frames where it reaches half the threshold; and the share of them where the segmenter finds the sphere
+    (its probability above the threshold on a sphere pixel) with only :data:`CONTEXT_PX` px of the frame around it
+    (:func:`within_context`): whether the sphere's surroundings suppress it."""
+    peaks, context = [], {r: [] for r in CONTEXT_PX}
     for r in records:
         gt, seen = np.asarray(r.arrays["sphere_mask"], bool), np.asarray(r.arrays["input_mask"], bool)
         n = len(gt)
         missed = (gt.reshape(n, -1).sum(1) >= 3) & ~(gt & seen).reshape(n, -1).any(1)
         if missed.any():
-            proba = segmenter.predict_proba(np.asarray(r.arrays["rgb"])[missed])
+            rgb = np.asarray(r.arrays["rgb"])[missed]
+            proba = segmenter.predict_proba(rgb)
             peaks += [float(p[g].max()) for p, g in zip(proba, gt[missed])]
+            for radius in CONTEXT_PX:
+                cut = segmenter.predict_proba(np.stack([within_context(f, g, radius) for f, g in zip(rgb, gt[missed])]))
+                context[radius] += [bool(p[g].max() > threshold) for p, g in zip(cut, gt[missed])]
     if not peaks:
         return {"frames": 0}
     peaks = np.array(peaks)
     return {"frames": len(peaks), "median": float(np.median(peaks)), "p90": float(np.percentile(peaks, 90)),
-            "share_above_half_threshold": float((peaks >= threshold / 2).mean())}
+            "share_above_half_threshold": float((peaks >= threshold / 2).mean()),
+            "found_within_context_px": {str(r): float(np.mean(v)) for r, v in context.items()}}
 
 
 def table_photo(info: dict, names: list[str]) -> str:
@@ -220,7 +244,8 @@ def main() -> int:
         print(f"failed episodes, {peaks['frames']} frames with the sphere in view and missed: the segmenter's highest "
               f"sphere probability on it: median {peaks['median']:.3f}, 90th percentile {peaks['p90']:.3f}; "
               f"{peaks['share_above_half_threshold']:.2f} of the frames reach half its threshold "
-              f"({seg.threshold / 2:.2f})")
+              f"({seg.threshold / 2:.2f}); found with only this many px of the frame around it: "
+              + ", ".join(f"{r} px {v:.2f}" for r, v in peaks["found_within_context_px"].items()))
     if names:
         by_photo = failures_by_photo(rows)
         print("failures by table photo: " + ", ".join(f"{n} {k}/{e}" for n, (k, e) in by_photo.items() if k))

@@ -1,5 +1,4 @@
-"""Low look: the arm goes to the look point (or scans four) by proprioception, at the start and again after a spot is
-given up."""
+"""Low look: the arm goes to the look point by proprioception, once at the start and again after a spot is given up."""
 
 from __future__ import annotations
 
@@ -57,51 +56,12 @@ def test_a_look_that_cannot_get_there_hands_back_after_max_steps():
     assert [look.action(stuck, 0) is not None for _ in range(5)] == [True, True, True, False, False]
 
 
-def test_a_scan_visits_the_four_quarter_views_nearest_first():
-    look = LowLook(SCENE, 0.05, at_start=False, after_spot=True, points=4, max_steps=30)
-    assert look.targets.shape == (4, 3) and np.all(look.targets[:, 2] == 0.05)
-    seen = []  # the table point at the middle of the view from each visited point
-    tcp = np.array([*look.targets[2, :2], 0.03])  # near the third view
-    for _ in range(200):
-        a = look.action(_proprio(tcp), 1)
-        if a is None:
-            break
-        before = look._queue[0]
-        tcp = tcp + a[:3] * SCENE.max_action_step_m
-        if not seen or seen[-1] != before:
-            seen.append(before)
-    assert seen == [2, 3, 0, 1] and look.looks == 1
-    quarters = look.targets[:, :2] - look.targets[:, :2].mean(0)  # four views, one a quarter, around the middle
-    np.testing.assert_allclose(np.abs(quarters), SCENE.spawn_half_extent_m / 2, atol=1e-9)
-
-
-def test_a_look_until_seen_hands_back_once_the_mask_shows_something():
-    look = LowLook(SCENE, 0.05, at_start=False, after_spot=True, points=4, until_seen=True)
-    low = (0.03, 0.02, 0.03)
-    assert look.action(_proprio(low), 1, seen=True) is not None  # its first step goes, whatever is in view
-    assert look.action(_proprio(low), 1, seen=False) is not None
-    assert look.action(_proprio(low), 1, seen=True) is None  # something seen: the controller acts
-    assert look.action(_proprio(low), 1, seen=False) is None  # and the look is over until the next spot
-    assert look.action(_proprio(low), 2, seen=False) is not None and look.looks == 2
-    with pytest.raises(ValueError, match="visits 1 or 4 points"):
-        LowLook(SCENE, 0.05, at_start=False, after_spot=True, points=2)
-
-
 def test_the_parallax_filter_runs_it_only_when_asked():
     assert ParallaxFilter(SCENE, CAMERA, ParallaxConfig()).action(_proprio((0, 0, 0.18))) is None
     f = ParallaxFilter(SCENE, CAMERA, ParallaxConfig(look_height_m=0.08, look_at_start=True))
     assert f.action(_proprio((0, 0, 0.18))) is not None
     f.reset()
     assert f.look.looks == 0
-    f = ParallaxFilter(SCENE, CAMERA, ParallaxConfig(look_height_m=0.08, look_at_start=True, look_until_seen=True))
-    blob = np.zeros((CAMERA.height_px, CAMERA.width_px), bool)
-    blob[30:33, 30:33] = True
-    f.filter(np.zeros_like(blob), _proprio((0, 0, 0.18)))
-    assert f.action(_proprio((0, 0, 0.18))) is not None  # the look's first step
-    f.filter(blob, _proprio((0, 0, 0.16)))  # the filter tells the look what its mask shows
-    assert f.action(_proprio((0, 0, 0.16))) is None
-    with pytest.raises(ValueError, match="look_points must be one of"):
-        ParallaxConfig(look_height_m=0.08, look_after_spot=True, look_points=3)
     with pytest.raises(ValueError, match="look_at_start or look_after_spot"):
         ParallaxConfig(look_height_m=0.08)
     with pytest.raises(ValueError, match="a low look needs"):

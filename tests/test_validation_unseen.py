@@ -217,6 +217,16 @@ def test_the_segmenters_peak_probability_on_a_missed_sphere_is_read_from_its_fra
     assert peaks["frames"] == 2 and peaks["median"] == pytest.approx(expected, abs=1e-6)
     assert peaks["share_above_half_threshold"] == float(expected >= 0.25)
     assert table_photo_failures.missed_sphere_probability([found], segmenter, 0.5) == {"frames": 0}
+    # with only a few px of the frame around it: the sphere's pixels kept, the far ones the colour around it
+    cut = table_photo_failures.within_context(frame.rgb, frame.sphere_mask, 4)
+    assert np.array_equal(cut[frame.sphere_mask], frame.rgb[frame.sphere_mask])
+    ys, xs = np.nonzero(frame.sphere_mask)
+    assert (cut[0, 0] == cut[-1, -1]).all() and not np.array_equal(cut, frame.rgb)
+    assert abs(ys.mean() - 32) < 28 and abs(xs.mean() - 32) < 28  # the corners are far from the sphere
+    for radius, share in peaks["found_within_context_px"].items():
+        proba = segmenter.predict_proba(table_photo_failures.within_context(frame.rgb, frame.sphere_mask,
+                                                                            int(radius))[None])[0]
+        assert share == float(proba[frame.sphere_mask].max() > 0.5)
 
 
 def test_truth_in_a_range_of_sizes_and_a_sphere_dropped_in_the_lift():

@@ -30,7 +30,7 @@ import numpy as np
 
 from grasp_s2r.control.held import HeldSphere
 from grasp_s2r.control.hovered import HoveredSpots
-from grasp_s2r.control.look import LOOK_POINTS, LowLook
+from grasp_s2r.control.look import LowLook
 from grasp_s2r.control.near import NearSphere
 from grasp_s2r.control.wrist_geometry import FINGER_GAP_INDEX, GRIPPER_CLOSED_INDEX, TCP_INDEX, WristView
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
@@ -77,10 +77,6 @@ class ParallaxConfig:
     """A low look at the episode's start."""
     look_after_spot: bool = False
     """A low look after each hovered or re-closed spot is given up."""
-    look_points: int = 1
-    """Views a look visits (``control.look.LOOK_POINTS``): the spawn area's middle (1) or its quarters' (4)."""
-    look_until_seen: bool = False
-    """A look hands back to the controller as soon as the filtered mask shows something."""
 
     def __post_init__(self) -> None:
         if self.min_shift_px < 2 * self.match_px:
@@ -94,8 +90,6 @@ class ParallaxConfig:
         if self.look_height_m < 0 or (self.look_height_m > 0 and not (self.look_at_start or self.look_after_spot)):
             raise ValueError(f"look_height_m must be >= 0 (0: off), and a look needs look_at_start or "
                              f"look_after_spot; got {self.look_height_m}")
-        if self.look_points not in LOOK_POINTS:
-            raise ValueError(f"look_points must be one of {LOOK_POINTS}, got {self.look_points}")
         if self.held_steps < 0 or self.near_steps < 0:
             raise ValueError(f"held_steps and near_steps must be >= 0 (0: off), got {self.held_steps}, "
                              f"{self.near_steps}")
@@ -133,8 +127,8 @@ class ParallaxFilter:
         """The held sphere's last mask (``control.held``), or None where it is off."""
         self.near = NearSphere(camera, c.near_steps, c.near_height_m, c.near_min_px) if c.near_steps else None
         """The near sphere's last mask (``control.near``), or None where it is off."""
-        self.look = (LowLook(scene, c.look_height_m, c.look_at_start, c.look_after_spot, c.look_points,
-                             c.look_until_seen) if c.look_height_m > 0 else None)
+        self.look = (LowLook(scene, c.look_height_m, c.look_at_start, c.look_after_spot) if c.look_height_m > 0
+                     else None)
         """The low looks (``control.look``), or None where they are off."""
         self.reset()
 
@@ -154,15 +148,13 @@ class ParallaxFilter:
             self.near.reset()
         if self.look is not None:
             self.look.reset()
-        self._seen = False
-        """The last :meth:`filter`'s mask shows something."""
 
     def action(self, proprio: np.ndarray) -> np.ndarray | None:
         """The low look's action for this step (after :meth:`filter` of the same step), or None where the
         controller acts."""
         if self.look is None:
             return None
-        return self.look.action(proprio, 0 if self.hovered is None else len(self.hovered.spots), self._seen)
+        return self.look.action(proprio, 0 if self.hovered is None else len(self.hovered.spots))
 
     @property
     def far_spots(self) -> np.ndarray:
@@ -185,9 +177,7 @@ class ParallaxFilter:
             mask = self.hovered.filter(mask, proprio)
         if self.held is not None:
             mask = self.held.filter(mask, proprio)
-        mask = mask if self.near is None else self.near.filter(mask, proprio)
-        self._seen = bool(mask.any())
-        return mask
+        return mask if self.near is None else self.near.filter(mask, proprio)
 
     def _without_far(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
         mask = np.asarray(mask, dtype=bool)
