@@ -46,9 +46,9 @@ def with_settings(data, settings: list[str]):
             raise ValueError(f"--set {setting!r}: the value is not JSON (a number, true/false, a list)") from None
         value = tuple(value) if isinstance(value, list) else value
         part, _, field = key.rpartition(".")
-        holder = getattr(data, part) if part else data
+        holder = data if not part else getattr(data, part, None) if "." not in part else None
         names = {f.name for f in dataclasses.fields(holder)} if dataclasses.is_dataclass(holder) else set()
-        if not sep or field not in names or "." in part:
+        if not sep or field not in names:
             raise ValueError(f"--set {setting!r}: KEY must be a field of the recipe or of one of its parts "
                              f"(e.g. distractor_prob, mix.photo_table, view.far_view_prob)")
         changed = dataclasses.replace(holder, **{field: value})

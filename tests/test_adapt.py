@@ -163,3 +163,19 @@ def test_a_finished_segmenter_fine_tune_is_checked_against_the_adaptation_not_re
     with pytest.raises(TrainError, match="background_photos"):
         check_run(cfg, tmp_path / "seg", backgrounds_dir=tmp_path / "more")
     assert model.read_bytes() == before
+
+
+def test_the_recipe_benchmark_changes_only_the_settings_it_is_given():
+    """``benchmarks/adapt_recipe.py``'s ``--set``: a field of the shipped weights' recipe or of one of its parts
+    (a list a range), the rest as ``adapt`` trains; an unknown field or a value that is not JSON refused."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from adapt_recipe import with_settings
+
+    data = segmenter_train_config(AdaptConfig(photos="p")).data
+    changed = with_settings(data, ["distractor_prob=0", "mix.photo_table=0.5", "view.far_view_height_m=[0.1, 0.2]"])
+    assert changed.distractor_prob == 0 and changed.mix.photo_table == 0.5
+    assert changed.view.far_view_height_m == (0.1, 0.2) and changed.view.far_view_prob == data.view.far_view_prob
+    assert changed.mix.photo == data.mix.photo and changed.augment == data.augment
+    for bad in ("nothing=1", "mix.nothing=1", "distractor_prob", "mix.photo_table=half", "mix.photo.x=1"):
+        with pytest.raises(ValueError, match="--set"):
+            with_settings(data, [bad])
