@@ -110,12 +110,14 @@ CONTEXT_PX = (4, 8, 16)
 
 def within_context(rgb: np.ndarray, gt: np.ndarray, radius_px: float) -> np.ndarray:
     """A copy of a frame uint8 (H, W, 3) with every pixel farther than ``radius_px`` from the sphere's centroid
-    (``gt``, bool (H, W)) set to the mean colour of the pixels around the sphere (off it, within 5 px)."""
+    (``gt``, bool (H, W)) set to the mean colour of the pixels around the sphere (off it, within 3 px of its
+    farthest pixel; the frame's mean where none is off it)."""
     ys, xs = np.nonzero(gt)
     rows, cols = np.mgrid[: gt.shape[0], : gt.shape[1]]
     far = np.hypot(rows - ys.mean(), cols - xs.mean())
+    around = ~gt & (far <= far[gt].max() + 3)
     out = np.array(rgb, copy=True)
-    out[far > radius_px] = rgb[~gt & (far < 5)].mean(0).round().astype(np.uint8)
+    out[far > radius_px] = (rgb[around] if around.any() else rgb.reshape(-1, 3)).mean(0).round().astype(np.uint8)
     return out
 
 
