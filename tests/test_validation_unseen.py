@@ -3,6 +3,8 @@ folder as the sim table, on the validation seeds; the held-out photos never ente
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -57,8 +59,6 @@ def test_a_folder_without_photos_is_refused_not_replaced(tmp_path):
 
 
 def test_error_budget_removes_one_kind_of_error_and_sorts_frames_by_height(tmp_path):
-    import json
-    import subprocess
     import types
 
     import error_budget
@@ -262,3 +262,19 @@ def test_truth_in_a_range_of_sizes_and_a_sphere_dropped_in_the_lift():
     row = {"in_view": 0.1, "found": 0.0, "false_blob": 0.9, "opened_in_lift": 0}
     assert table_photo_failures.failure_kind(row) == "lured away"
     assert table_photo_failures.failure_kind({**row, "opened_in_lift": 2}) == "dropped in the lift"
+
+
+def test_context_suppression_counts_the_missed_spheres_found_with_little_around_them(tmp_path):
+    """``benchmarks/context_suppression.py``: per suite, the spheres the shipped segmenter finds, and of those it
+    misses the share it finds with only 4 / 8 / 16 px of the image around them; an unknown suite is refused."""
+    out = tmp_path / "context.json"
+    subprocess.run([sys.executable, str(BENCH / "context_suppression.py"), "--suites", "painted", "--images", "60",
+                    "--json", str(out)], check=True, capture_output=True, text=True)
+    row = json.loads(out.read_text())["figures"]["suites"]["painted"]
+    assert 0 < row["spheres"] <= 60 and 0 <= row["found"] <= 1
+    assert row["missed"] == round(row["spheres"] * (1 - row["found"]))
+    shares = row["missed_found_within_context_px"]
+    assert (set(shares) == {"4", "8", "16"} and all(0 <= v <= 1 for v in shares.values())) or row["missed"] == 0
+    bad = subprocess.run([sys.executable, str(BENCH / "context_suppression.py"), "--suites", "nothing", "--json",
+                          str(out)], check=False, capture_output=True, text=True)
+    assert bad.returncode != 0 and "context_suppression:" in bad.stderr
