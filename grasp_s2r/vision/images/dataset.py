@@ -113,6 +113,10 @@ class DataConfig:
     photo_blob_prob: float = 0.0
     """Share of pasted-on backgrounds that get 1-3 sphere-sized textured blobs (:func:`synthetic.add_photo_blobs`):
     the lures of real tables, flowers and spots, in the background's own grain."""
+    near_blob_prob: float = 0.0
+    """Share of composites (every background kind, the rendered tables too) that get 1-3 hard-negative distractors
+    beside the sphere, their centres 3-10 px from its centroid, the sphere's pixels kept on top: a sphere among
+    lures, where the network must tell it by its own look, not by being alone."""
     busy_background_prob: float = 0.0
     """Share of photo backgrounds that are the busiest of 4 random crops around the sphere
     (:func:`backgrounds.busiest_crop`): small spheres on the textures that hide them, more often."""
@@ -128,6 +132,8 @@ class DataConfig:
         check_distractor_kinds(self.distractor_kinds)
         if not 0.0 <= self.photo_blob_prob <= 1.0:
             raise ValueError(f"photo_blob_prob must be in [0, 1], got {self.photo_blob_prob}")
+        if not 0.0 <= self.near_blob_prob <= 1.0:
+            raise ValueError(f"near_blob_prob must be in [0, 1], got {self.near_blob_prob}")
         if not 0.0 <= self.busy_background_prob <= 1.0:
             raise ValueError(f"busy_background_prob must be in [0, 1], got {self.busy_background_prob}")
         if not 0.0 <= self.mined_crop_prob <= 1.0:
@@ -279,6 +285,12 @@ class CompositeDataset(Dataset):
             rgb, mask = composite_frame(frame, background, rng, d.composite)
             if not d.composite.paste_gripper:
                 gripper = np.zeros_like(gripper)
+        if d.near_blob_prob > 0 and mask.any():  # its own stream: the recipe without them is unchanged
+            near_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 7, index])
+            if near_rng.random() < d.near_blob_prob:
+                rows, cols = np.nonzero(mask)
+                near = add_distractors(rgb, near_rng, kinds=d.distractor_kinds, around_px=(cols.mean(), rows.mean()))
+                rgb = np.where(mask[..., None], rgb, near)
         return rgb, mask, gripper, int(rng.integers(2**31))
 
     def sample(self, index: int) -> tuple[np.ndarray, np.ndarray]:

@@ -229,12 +229,15 @@ def check_distractor_kinds(kinds: tuple[str, ...]) -> None:
 
 
 def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_count: int = 3,
-                    kinds: tuple[str, ...] = DISTRACTOR_KINDS) -> np.ndarray:
+                    kinds: tuple[str, ...] = DISTRACTOR_KINDS, around_px: tuple[float, float] | None = None,
+                    reach_px: tuple[float, float] = (3.0, 10.0)) -> np.ndarray:
     """A copy of ``background_rgb`` (uint8 (H, W, 3)) with 1 to ``max_count`` hard negatives drawn on it
     (``kinds``, drawn uniformly from :data:`DISTRACTOR_KINDS` by default; often saturated colours, anywhere incl.
-    partly outside; anti-aliased).
+    partly outside; anti-aliased). ``around_px`` (column, row): each one's centre ``reach_px`` away from that point
+    instead, in a random direction (lures beside the sphere).
 
-    Draw them before pasting the sphere, so the sphere's label stays exact. ``max_count=0``: an unchanged copy.
+    Draw them before pasting the sphere, so the sphere's label stays exact (or restore the sphere's pixels after).
+    ``max_count=0``: an unchanged copy.
     """
     check_distractor_kinds(kinds)
     out = np.array(background_rgb, dtype=np.uint8, order="C", copy=True)
@@ -248,7 +251,11 @@ def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_co
 
     for _ in range(int(rng.integers(1, max_count + 1))):
         kind = kinds[int(rng.integers(len(kinds)))]
-        c = (fx(rng.uniform(-0.1, 1.1) * w), fx(rng.uniform(-0.1, 1.1) * h))
+        if around_px is None:
+            c = (fx(rng.uniform(-0.1, 1.1) * w), fx(rng.uniform(-0.1, 1.1) * h))
+        else:
+            angle, reach = rng.uniform(0, 2 * np.pi), rng.uniform(*reach_px)
+            c = (fx(around_px[0] + reach * np.cos(angle)), fx(around_px[1] + reach * np.sin(angle)))
         colour = tuple(float(x) for x in _random_colour(rng, saturated=rng.random() < 0.7))
         if kind == "ring":
             cv2.circle(out, c, fx(rng.uniform(2.5, 15)), colour, int(rng.integers(1, 4)), cv2.LINE_AA, _SHIFT)
