@@ -207,3 +207,46 @@ def test_photo_blobs_in_composites_change_backgrounds_not_labels():
         np.testing.assert_array_equal(mask0, mask1)
         changed = np.abs(rgb1.astype(int) - rgb0).max(axis=2) > 0
         assert 0 < changed.sum() < 0.25 * changed.size
+
+
+def test_distractors_around_a_point_land_near_it():
+    plain = np.full((64, 64, 3), 128, np.uint8)
+    for seed in range(12):
+        out = add_distractors(plain, _rng(seed), max_count=1, kinds=("disc",), around_px=(20.0, 40.0),
+                              reach_px=(3.0, 6.0))
+        rows, cols = np.nonzero(np.abs(out.astype(int) - plain).max(axis=2) > 0)
+        # a disc of radius up to 15 px whose centre is 3-6 px from the point: it reaches within 6 px of the point
+        assert len(rows) and np.hypot(rows - 40, cols - 20).min() <= 6.5
+
+
+def test_distractors_beside_the_sphere_keep_its_pixels_and_label():
+    import dataclasses
+
+    from grasp_s2r.vision.images.backgrounds import load_backgrounds
+    from grasp_s2r.vision.images.dataset import TRAINING_DATA, CompositeDataset, env_config_for
+
+    # GIVEN the recipe (every background kind, rendered tables too), without and with lures beside every sphere
+    def pasted(prob: float) -> list:
+        data = dataclasses.replace(TRAINING_DATA, near_blob_prob=prob)
+        ds = CompositeDataset(env_config=env_config_for(64), data=data, backgrounds=load_backgrounds("train"),
+                              stream="train", seed=0, length=12)
+        try:
+            return [ds._pasted(i)[:2] for i in range(12)]
+        finally:
+            ds.close()
+
+    without, beside = pasted(0.0), pasted(1.0)
+    # THEN the labels and the sphere's pixels are the same; where a sphere is in view, pixels near it changed
+    changed_any = 0
+    for (rgb0, mask0), (rgb1, mask1) in zip(without, beside):
+        np.testing.assert_array_equal(mask0, mask1)
+        np.testing.assert_array_equal(rgb0[mask0], rgb1[mask1])
+        changed = np.abs(rgb1.astype(int) - rgb0).max(axis=2) > 0
+        if mask0.any() and changed.any():
+            rows, cols = np.nonzero(mask0)
+            near = np.hypot(*(np.nonzero(changed) - np.array([[rows.mean()], [cols.mean()]])))
+            assert near.min() <= 12
+            changed_any += 1
+        elif not mask0.any():
+            assert not changed.any()  # no sphere, nothing beside it
+    assert changed_any >= 4

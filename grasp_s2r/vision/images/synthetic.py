@@ -234,7 +234,7 @@ def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_co
     """A copy of ``background_rgb`` (uint8 (H, W, 3)) with 1 to ``max_count`` hard negatives drawn on it
     (``kinds``, drawn uniformly from :data:`DISTRACTOR_KINDS` by default; often saturated colours, anywhere incl.
     partly outside; anti-aliased). ``around_px`` (column, row): each one's centre ``reach_px`` away from that point
-    instead, in a random direction (lures beside the sphere).
+    instead, in a random direction (lures beside the sphere; specular dots stay scattered anywhere).
 
     Draw them before pasting the sphere, so the sphere's label stays exact (or restore the sphere's pixels after).
     ``max_count=0``: an unchanged copy.
