@@ -185,23 +185,28 @@ def test_photo_blobs_carry_the_grain_of_a_busy_background():
     assert len(spreads) >= 10 and np.mean([g > p for g, p in spreads]) > 0.8
 
 
-def test_photo_blobs_in_composites_change_backgrounds_not_labels():
+def _pasted(n: int, **changes) -> list:
+    """The first ``n`` composites (rgb, mask) before augmentation of the training recipe with ``changes`` (real
+    PyBullet renders, the embedded training photos)."""
     import dataclasses
 
     from grasp_s2r.vision.images.backgrounds import load_backgrounds
-    from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix, CompositeDataset, env_config_for
+    from grasp_s2r.vision.images.dataset import TRAINING_DATA, CompositeDataset, env_config_for
 
-    # GIVEN the recipe on photo backgrounds, without and with blobs on every one (real PyBullet renders)
-    def pasted(prob: float) -> list:
-        data = dataclasses.replace(TRAINING_DATA, mix=BackgroundMix(photo=1.0), photo_blob_prob=prob)
-        ds = CompositeDataset(env_config=env_config_for(64), data=data, backgrounds=load_backgrounds("train"),
-                              stream="train", seed=0, length=8)
-        try:
-            return [ds._pasted(i)[:2] for i in range(8)]
-        finally:
-            ds.close()
+    ds = CompositeDataset(env_config=env_config_for(64), data=dataclasses.replace(TRAINING_DATA, **changes),
+                          backgrounds=load_backgrounds("train"), stream="train", seed=0, length=n)
+    try:
+        return [ds._pasted(i)[:2] for i in range(n)]
+    finally:
+        ds.close()
 
-    without, with_blobs = pasted(0.0), pasted(1.0)
+
+def test_photo_blobs_in_composites_change_backgrounds_not_labels():
+    from grasp_s2r.vision.images.dataset import BackgroundMix
+
+    # GIVEN the recipe on photo backgrounds, without and with blobs on every one
+    photos = BackgroundMix(photo=1.0)
+    without, with_blobs = _pasted(8, mix=photos, photo_blob_prob=0.0), _pasted(8, mix=photos, photo_blob_prob=1.0)
     # THEN every label is the same, and every image differs only in a few blobs' worth of pixels
     for (rgb0, mask0), (rgb1, mask1) in zip(without, with_blobs):
         np.testing.assert_array_equal(mask0, mask1)
@@ -220,22 +225,8 @@ def test_distractors_around_a_point_land_near_it():
 
 
 def test_distractors_beside_the_sphere_keep_its_pixels_and_label():
-    import dataclasses
-
-    from grasp_s2r.vision.images.backgrounds import load_backgrounds
-    from grasp_s2r.vision.images.dataset import TRAINING_DATA, CompositeDataset, env_config_for
-
     # GIVEN the recipe (every background kind, rendered tables too), without and with lures beside every sphere
-    def pasted(prob: float) -> list:
-        data = dataclasses.replace(TRAINING_DATA, near_blob_prob=prob)
-        ds = CompositeDataset(env_config=env_config_for(64), data=data, backgrounds=load_backgrounds("train"),
-                              stream="train", seed=0, length=12)
-        try:
-            return [ds._pasted(i)[:2] for i in range(12)]
-        finally:
-            ds.close()
-
-    without, beside = pasted(0.0), pasted(1.0)
+    without, beside = _pasted(12, near_blob_prob=0.0), _pasted(12, near_blob_prob=1.0)
     # THEN the labels and the sphere's pixels are the same; where a sphere is in view, pixels near it changed
     changed_any = 0
     for (rgb0, mask0), (rgb1, mask1) in zip(without, beside):
