@@ -37,7 +37,8 @@ def found(segmenter: Segmenter, images: np.ndarray, masks: np.ndarray) -> np.nda
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--vision", default="", help="segmenter checkpoint (default: the shipped one)")
-    p.add_argument("--suites", default="painted,composites", help="comma-separated suites (default: painted,composites)")
+    p.add_argument("--suites", default="painted,composites",
+                   help="comma-separated suites (default: painted,composites)")
     p.add_argument("--split", default="val", choices=("val", "heldout"), help="the suites' split (default: val)")
     p.add_argument("--images", type=int, default=1000, help="images a suite, before those without a sphere are dropped")
     p.add_argument("--seed", type=int, default=0)

@@ -115,8 +115,8 @@ class DataConfig:
     the lures of real tables, flowers and spots, in the background's own grain."""
     near_blob_prob: float = 0.0
     """Share of composites (every background kind, the rendered tables too) that get 1-3 hard-negative distractors
-    beside the sphere, their centres 3-10 px from its centroid, the sphere's pixels kept on top: a sphere among
-    lures, where the network must tell it by its own look, not by being alone."""
+    beside the sphere, their centres 3-10 px from its centroid, the sphere's and fingers' pixels kept on top: a
+    sphere among lures, where the network must tell it by its own look, not by being alone."""
     busy_background_prob: float = 0.0
     """Share of photo backgrounds that are the busiest of 4 random crops around the sphere
     (:func:`backgrounds.busiest_crop`): small spheres on the textures that hide them, more often."""
@@ -290,7 +290,7 @@ class CompositeDataset(Dataset):
             if near_rng.random() < d.near_blob_prob:
                 rows, cols = np.nonzero(mask)
                 near = add_distractors(rgb, near_rng, kinds=d.distractor_kinds, around_px=(cols.mean(), rows.mean()))
-                rgb = np.where(mask[..., None], rgb, near)
+                rgb = np.where((mask | gripper)[..., None], rgb, near)  # lures lie on the table: behind both
         return rgb, mask, gripper, int(rng.integers(2**31))
 
     def sample(self, index: int) -> tuple[np.ndarray, np.ndarray]:
