@@ -31,29 +31,36 @@ from results_io import add_json_argument, write_results
 
 from grasp_s2r.adapt import AdaptConfig, segmenter_train_config
 from grasp_s2r.agent import default_controller_path
+from grasp_s2r.options import replaced
 from grasp_s2r.stats import format_rate
 from grasp_s2r.vision.training.train import TrainError, check_run, train
 
 
+def is_field(config, path: str) -> bool:
+    """Whether the dotted ``path`` names a field of dataclass ``config`` (or of its dataclass parts)."""
+    for name in path.split("."):
+        if not dataclasses.is_dataclass(config) or name not in {f.name for f in dataclasses.fields(config)}:
+            return False
+        config = getattr(config, name)
+    return True
+
+
 def with_settings(data, settings: list[str]):
     """``data`` (a ``DataConfig``) with each ``KEY=VALUE`` of ``settings`` set (``PART.FIELD`` for a field of one of
-    its dataclass parts); ValueError naming the setting for an unknown field or a value that is not JSON."""
+    its dataclass parts; ``options.replaced``); ValueError naming the setting for an unknown field or a value that is
+    not JSON."""
+    overrides = {}
     for setting in settings:
         key, sep, text = setting.partition("=")
         try:
             value = json.loads(text)
         except json.JSONDecodeError:
             raise ValueError(f"--set {setting!r}: the value is not JSON (a number, true/false, a list)") from None
-        value = tuple(value) if isinstance(value, list) else value
-        part, _, field = key.rpartition(".")
-        holder = data if not part else getattr(data, part, None) if "." not in part else None
-        names = {f.name for f in dataclasses.fields(holder)} if dataclasses.is_dataclass(holder) else set()
-        if not sep or field not in names:
+        if not sep or not is_field(data, key):
             raise ValueError(f"--set {setting!r}: KEY must be a field of the recipe or of one of its parts "
                              f"(e.g. distractor_prob, mix.photo_table, view.far_view_prob)")
-        changed = dataclasses.replace(holder, **{field: value})
-        data = dataclasses.replace(data, **{part: changed}) if part else changed
-    return data
+        overrides[key] = tuple(value) if isinstance(value, list) else value
+    return replaced(data, overrides)
 
 
 def main() -> int:

@@ -19,19 +19,12 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 from results_io import add_json_argument, write_results
-from table_photo_failures import CONTEXT_PX, within_context
+from table_photo_failures import CONTEXT_PX, found_within_context, sphere_found
 
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 from grasp_s2r.vision.testsets.suites import SuiteError, suite_images
-
-
-def found(segmenter: Segmenter, images: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """bool (N,): the segmenter's probability is above its threshold on one of each image's sphere pixels."""
-    proba = segmenter.predict_proba(images)
-    return np.array([p[m].max() > segmenter.threshold for p, m in zip(proba, masks)], dtype=bool)
 
 
 def main() -> int:
@@ -55,14 +48,11 @@ def main() -> int:
             sys.exit(f"context_suppression: {e}")
         sphere = masks.reshape(len(masks), -1).sum(1) >= 3
         images, masks = images[sphere], masks[sphere]
-        hit = found(segmenter, images, masks)
-        missed_images, missed_masks = images[~hit], masks[~hit]
+        hit = sphere_found(segmenter, images, masks, segmenter.threshold)
+        within = (found_within_context(segmenter, images[~hit], masks[~hit], segmenter.threshold) if (~hit).any()
+                  else {})
         row = {"spheres": len(masks), "found": float(hit.mean()), "missed": int((~hit).sum()),
-               "missed_found_within_context_px": {}}
-        for radius in CONTEXT_PX:
-            if len(missed_masks):
-                cut = np.stack([within_context(x, m, radius) for x, m in zip(missed_images, missed_masks)])
-                row["missed_found_within_context_px"][str(radius)] = float(found(segmenter, cut, missed_masks).mean())
+               "missed_found_within_context_px": {str(r): float(v.mean()) for r, v in within.items()}}
         figures["suites"][suite] = row
         shares = ", ".join(f"{r} px {v:.2f}" for r, v in row["missed_found_within_context_px"].items())
         print(f"{suite} ({args.split}): {row['spheres']} spheres, found {row['found']:.2f}; of the {row['missed']} "

@@ -121,24 +121,34 @@ def within_context(rgb: np.ndarray, gt: np.ndarray, radius_px: float) -> np.ndar
     return out
 
 
+def sphere_found(segmenter, images: np.ndarray, masks: np.ndarray, threshold: float) -> np.ndarray:
+    """bool (N,): the segmenter's probability is above ``threshold`` on one of each image's sphere pixels."""
+    return np.array([p[m].max() > threshold for p, m in zip(segmenter.predict_proba(images), masks)], dtype=bool)
+
+
+def found_within_context(segmenter, images: np.ndarray, masks: np.ndarray, threshold: float) -> dict[int, np.ndarray]:
+    """Per radius of :data:`CONTEXT_PX`, :func:`sphere_found` on the images with only that much of each around its
+    sphere (:func:`within_context`)."""
+    return {radius: sphere_found(segmenter, np.stack([within_context(x, m, radius) for x, m in zip(images, masks)]),
+                                 masks, threshold) for radius in CONTEXT_PX}
+
+
 def missed_sphere_probability(records, segmenter, threshold: float) -> dict[str, float]:
     """Over the frames of ``records`` whose sphere (3 px or more) is in view and missed by the controller's mask: the
     segmenter's highest sphere probability on the sphere's pixels, its median and 90th percentile, and the share of
     those frames where it reaches half the threshold; and the share of them where the segmenter finds the sphere
     (its probability above the threshold on a sphere pixel) with only :data:`CONTEXT_PX` px of the frame around it
-    (:func:`within_context`): whether the sphere's surroundings suppress it."""
+    (:func:`found_within_context`): whether the sphere's surroundings suppress it."""
     peaks, context = [], {r: [] for r in CONTEXT_PX}
     for r in records:
         gt, seen = np.asarray(r.arrays["sphere_mask"], bool), np.asarray(r.arrays["input_mask"], bool)
         n = len(gt)
         missed = (gt.reshape(n, -1).sum(1) >= 3) & ~(gt & seen).reshape(n, -1).any(1)
         if missed.any():
-            rgb = np.asarray(r.arrays["rgb"])[missed]
-            proba = segmenter.predict_proba(rgb)
-            peaks += [float(p[g].max()) for p, g in zip(proba, gt[missed])]
-            for radius in CONTEXT_PX:
-                cut = segmenter.predict_proba(np.stack([within_context(f, g, radius) for f, g in zip(rgb, gt[missed])]))
-                context[radius] += [bool(p[g].max() > threshold) for p, g in zip(cut, gt[missed])]
+            rgb, spheres = np.asarray(r.arrays["rgb"])[missed], gt[missed]
+            peaks += [float(p[g].max()) for p, g in zip(segmenter.predict_proba(rgb), spheres)]
+            for radius, found in found_within_context(segmenter, rgb, spheres, threshold).items():
+                context[radius] += found.tolist()
     if not peaks:
         return {"frames": 0}
     peaks = np.array(peaks)

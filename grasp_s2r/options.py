@@ -212,6 +212,12 @@ def _nest(overrides: Mapping[str, Any]) -> dict[str, Any]:
     return tree
 
 
+def replaced(obj: Any, overrides: Mapping[str, Any]) -> Any:
+    """Config ``obj`` with the fields named by the dotted paths of ``overrides`` (``"mix.photo_table"``) replaced,
+    each config built once with all its new values (its checks see the final combination)."""
+    return _replaced(obj, _nest(overrides))
+
+
 def _replaced(obj: Any, tree: Mapping[str, Any]) -> Any:
     """``obj`` with the fields of ``tree`` replaced (nested dicts replace fields of nested configs); every
     config is built once, with all its new values (its checks see the final combination)."""
