@@ -9,7 +9,8 @@ split by default: the training photos, other seeds, where recipes are chosen): t
 finds (its probability above its threshold on a sphere pixel), and, of the missed ones, the share it finds when every
 pixel farther than 4, 8 or 16 px from the sphere's centroid takes the colour just around the sphere
 (``table_photo_failures.within_context``; the episodes' counterpart is ``table_photo_failures.py``). A share near 1
-at 4 px and low at 8-16 px says the sphere is seen and its surroundings talk the network out of it. Writes
+at 4 px and low at 8-16 px says the texture 4-16 px around the sphere decides (the sphere's own look does not: a
+head reading it and 4-5 px around it is unsure of these spheres too, docs/experiments/vision.md). Writes
 ``runs/benchmarks/context_suppression.json`` (``--save``: ``benchmarks/results/``).
 """
 

@@ -231,32 +231,3 @@ def test_eval_reports_a_tiled_segmenter_as_tiled(trained, tmp_path):
     assert main(["eval-vision", "--model", str(tiled), "--out", str(tmp_path / "ev"), *EVAL]) == 0
     report = json.loads((tmp_path / "ev" / "metrics.json").read_text())
     assert report["model"]["tiling"] == {"size_px": 16, "stride_px": 8} and report["model"]["threshold"] == 0.5
-
-
-def test_init_adds_a_local_head(trained, tmp_path):
-    # GIVEN a finished run, WHEN a run with a local head starts from it with a vanishing learning rate
-    out = tmp_path / "local"
-    still = [{"0.01": "1e-12"}.get(a, a) for a in TINY]
-    assert main(["train-vision", "--out", str(out), "--steps", "1", "--local-margin", "2", "--init",
-                 str(trained / "model.pt"), *still]) == 0
-    # THEN the old weights are kept, only the local head is new
-    a = dict(Segmenter.load(trained / "model.pt", device="cpu").model.named_parameters())
-    seg = Segmenter.load(out / "model.pt", device="cpu")
-    b = dict(seg.model.named_parameters())
-    assert {k for k in b if k not in a} == {k for k in b if k.startswith("local_")} != set()
-    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
-    # in training mode the network gives both heads' logits; in eval mode each pixel's logit is the whole image's,
-    # or the local head's less the margin where that is higher
-    model = seg.model
-    x = torch.randn(2, 3, 32, 32)
-    both = model.train()(x)
-    with torch.no_grad():
-        model.eval()
-        combined = model(x)[:, 0]
-        model.local_margin = 1e9  # the whole image's logits alone
-        whole = model(x)[:, 0]
-        model.local_margin = 0.0  # the larger of the two heads' logits
-        larger = model(x)[:, 0]
-    assert both.shape == (2, 2, 32, 32) and combined.shape == whole.shape == (2, 32, 32)
-    torch.testing.assert_close(combined, torch.maximum(whole, larger - 2.0), atol=1e-5, rtol=0)
-    assert (larger >= whole).all() and (larger > whole + 1e-3).any()

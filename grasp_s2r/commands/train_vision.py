@@ -44,9 +44,6 @@ OPTIONS = (
     Option("--anomaly", "U-Net reading K colour-anomaly maps beside the colours (each pixel's colour against the ring "
            "of colours around it: vision/networks/anomaly.py; 0: the colours only)", "anomaly", type=non_negative_int,
            metavar="K"),
-    Option("--local-margin", "U-Net with a local head (a window of about 15 px) trained beside the whole-image one: "
-           "a pixel's logit is at least its local logit less M (none: no local head)", "local_margin", type=float,
-           metavar="M", show=lambda m: "none" if m is None else f"{m:g}"),
     Option("--image-size", "square input / camera size in px", "image_size_px", type=positive_int),
     Option("--seed", "seed of weights and composites", "seed", type=non_negative_int),
     Option("--val-every", "validate (and checkpoint) every N steps", "val_every", also=("checkpoint_every",),
@@ -62,7 +59,6 @@ OPTIONS = (
            "full_size_share", type=float),
     Option("--init", "start from this segmenter checkpoint's weights (fine-tuning; the same --arch and --width, or a "
            "narrower U-Net of the same --depth, or one reading fewer --anomaly maps, widened without changing its output; "
-           "one without the --local-margin head, which starts from random weights; "
            "a U-Net at any --image-size; with "
            "--unshuffle, a plain U-Net of the same --width and --depth)",
            "init_checkpoint", convert=lambda p: str(Path(p).resolve()),

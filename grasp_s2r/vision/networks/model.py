@@ -1,9 +1,7 @@
 """Segmentation networks, built by name: a compact U-Net and torchvision's LR-ASPP (no pretrained weights).
 
 Every network maps a normalized image float (N, 3, H, W) to logits float (N, 1, H, W) at the input
-resolution; ``H`` and ``W`` must be multiples of 8 (a U-Net with ``unshuffle`` s: of 8 s). A U-Net with a local head
-(``local_margin``) returns (N, 2, H, W) in training mode: its whole-image logits and its local head's, each trained
-on the mask (``SegmenterTrainConfig.loss``).
+resolution; ``H`` and ``W`` must be multiples of 8 (a U-Net with ``unshuffle`` s: of 8 s).
 """
 
 from __future__ import annotations
@@ -49,15 +47,9 @@ class UNet(nn.Module):
     ``unshuffle`` s > 1: the image's s x s pixel blocks are stacked as channels first (``pixel_unshuffle``: 3 s^2
     channels at 1/s of the side, nothing lost) and the head predicts s^2 logits a block, put back in place
     (``pixel_shuffle``): the network sees every camera pixel at about the multiply-adds of one at 1/s the side.
-
-    ``local_margin`` m (logits; None: no local head): a second head reads only the first two encoder levels (a
-    window of about 15 px around each pixel, against the whole image for the decoder); in eval mode a pixel's logit
-    is ``max(whole-image logit, local logit - m)``: what the surroundings say can lower a pixel's logit, but not
-    below its local evidence less m.
     """
 
-    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0,
-                 local_margin: float | None = None):
+    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0):
         super().__init__()
         if unshuffle < 1:
             raise ValueError(f"unshuffle must be >= 1, got {unshuffle}")
@@ -73,24 +65,11 @@ class UNet(nn.Module):
         self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
         self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i]) for i in reversed(range(depth)))
         self.head = nn.Conv2d(chans[0], s2, 1)
-        self.local_margin = None if local_margin is None else float(local_margin)
-        """Logits the whole image's evidence may take a pixel below its local head's (None: no local head)."""
-        if self.local_margin is not None:
-            if depth < 1:
-                raise ValueError("a local head needs depth >= 1")
-            self.local_up = nn.ConvTranspose2d(chans[1], chans[0], 2, stride=2)
-            self.local_fuse = nn.Sequential(nn.Conv2d(2 * chans[0], chans[0], 1, bias=False),
-                                            nn.BatchNorm2d(chans[0]), nn.ReLU(inplace=True))
-            self.local_head = nn.Conv2d(chans[0], s2, 1)
         self.width = chans[0]
         """Channels of :meth:`features`."""
 
     def _decoded(self, x: torch.Tensor) -> torch.Tensor:
         """The last decoder block's output float (N, width, H/s, W/s)."""
-        return self._levels(x)[0]
-
-    def _levels(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The last decoder block's output and the first two encoder blocks' (full and half resolution)."""
         if self.anomaly:
             x = torch.cat([x, local_anomaly(x, ANOMALY_WINDOWS_PX[:self.anomaly]).to(x.dtype)], dim=1)
         if self.unshuffle > 1:
@@ -99,11 +78,10 @@ class UNet(nn.Module):
         for i, block in enumerate(self.down):
             x = block(x if i == 0 else F.max_pool2d(x, 2))
             skips.append(x)
-        first, second = skips[0], skips[min(1, len(skips) - 1)]
         skips.pop()
         for up, fuse in zip(self.up, self.fuse):
             x = fuse(torch.cat([up(x), skips.pop()], dim=1))
-        return x, first, second
+        return x
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """The last decoder block's output float (N, width, H, W) (with ``unshuffle``: each block's features
@@ -112,12 +90,7 @@ class UNet(nn.Module):
         return x if self.unshuffle == 1 else F.interpolate(x, scale_factor=self.unshuffle, mode="nearest")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        decoded, first, second = self._levels(x)
-        logits = self.head(decoded)
-        if self.local_margin is not None:
-            local = self.local_head(self.local_fuse(torch.cat([self.local_up(second), first], dim=1)))
-            logits = torch.cat([logits, local], dim=1) if self.training else \
-                torch.maximum(logits, local - self.local_margin)
+        logits = self.head(self._decoded(x))
         return logits if self.unshuffle == 1 else F.pixel_shuffle(logits, self.unshuffle)
 
 

@@ -147,12 +147,12 @@ def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
     # a U-Net is fully convolutional: its weights fit any input size (a fine-tune at another camera resolution)
     same_size = init["architecture"] == "unet" or tuple(init["input_hw"]) == (cfg.image_size_px, cfg.image_size_px)
     same = init["architecture"] == cfg.architecture and dict(init["arch_kwargs"]) == cfg.arch_kwargs
-    if not same_size or not (same or _widens(init, cfg) or _adds_local_head(init, cfg)):
+    if not same_size or not (same or _widens(init, cfg)):
         raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
                          f"{tuple(init['input_hw'])} px, this run is {cfg.architecture} {cfg.arch_kwargs} at "
                          f"{cfg.image_size_px} px (a U-Net may start from a narrower one of its depth, or one "
                          "reading fewer --anomaly maps, not a wider one; one with --unshuffle from a plain one of its "
-                         "width and depth; one with --local-margin from the same one without it)")
+                         "width and depth)")
     return init
 
 
@@ -170,22 +170,11 @@ def _widens(init: dict[str, Any], cfg: SegmenterTrainConfig) -> bool:
     return width <= cfg.width and anomaly <= cfg.anomaly and (width, anomaly) != (cfg.width, cfg.anomaly)
 
 
-def _adds_local_head(init: dict[str, Any], cfg: SegmenterTrainConfig) -> bool:
-    """Whether ``init`` is this run's U-Net without its local head (``--local-margin``)."""
-    kwargs = {k: v for k, v in cfg.arch_kwargs.items() if k != "local_margin"}
-    return (cfg.local_margin is not None and init["architecture"] == cfg.architecture == "unet"
-            and dict(init["arch_kwargs"]) == kwargs)
-
-
 def _load_initial_weights(model: torch.nn.Module, cfg: SegmenterTrainConfig) -> None:
     """Start from the weights of ``cfg.init_checkpoint``: the same network at the same input size, or a narrower
-    U-Net, widened without changing what it computes, or the same U-Net without the local head (which starts from
-    random weights)."""
+    U-Net, widened without changing what it computes."""
     init = check_init_checkpoint(cfg)
-    if _adds_local_head(init, cfg):
-        missing, unexpected = model.load_state_dict(init["state_dict"], strict=False)
-        assert not unexpected and all(k.startswith("local_") for k in missing), (missing, unexpected)
-    elif _widens(init, cfg):
+    if _widens(init, cfg):
         load_widened(model, init["state_dict"])
     else:
         model.load_state_dict(init["state_dict"])

@@ -41,9 +41,6 @@ class SegmenterTrainConfig:
     anomaly: int = 0
     """U-Net reading this many colour-anomaly maps beside the colours (``UNet(anomaly=k)``,
     ``vision/networks/anomaly.py``); 0 = the colours only."""
-    local_margin: float | None = None
-    """U-Net with a local head (``UNet(local_margin=m)``): trained on the mask beside the whole-image head; at
-    inference a pixel's logit is at least its local logit less m. None = no local head."""
     image_size_px: int = 64
     """Square input resolution = wrist camera resolution of the rendered views."""
     steps: int = 3000
@@ -122,8 +119,6 @@ class SegmenterTrainConfig:
             raise TrainError(f"unshuffle must be >= 1 (> 1: a U-Net only), got {self.unshuffle}")
         if not 0 <= self.anomaly <= len(ANOMALY_WINDOWS_PX) or (self.anomaly and self.architecture != "unet"):
             raise TrainError(f"anomaly must be in [0, {len(ANOMALY_WINDOWS_PX)}] (> 0: a U-Net only), got {self.anomaly}")
-        if self.local_margin is not None and (not 0.0 <= self.local_margin < math.inf or self.architecture != "unet"):
-            raise TrainError(f"local_margin must be a finite number of logits >= 0 (a U-Net only), got {self.local_margin}")
         if self.image_size_px % (8 * self.unshuffle):
             raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs an image size a multiple of "
                              f"{8 * self.unshuffle}, got {self.image_size_px}")
@@ -172,17 +167,15 @@ class SegmenterTrainConfig:
         if self.architecture != "unet":
             return {}
         return {"width": self.width, "depth": self.depth, **({"unshuffle": self.unshuffle} if self.unshuffle > 1 else {}),
-                **({"anomaly": self.anomaly} if self.anomaly else {}),
-                **({"local_margin": self.local_margin} if self.local_margin is not None else {})}
+                **({"anomaly": self.anomaly} if self.anomaly else {})}
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
 
     def loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """This run's :func:`segmentation_loss`; of a network with a local head (two channels in training mode),
-        the sum over its two heads."""
-        return sum(segmentation_loss(head, target, self.dice_weight, self.dice_per_image, self.size_balanced,
-                                     self.hard_share) for head in logits.split(1, dim=1))
+        """This run's :func:`segmentation_loss`."""
+        return segmentation_loss(logits, target, self.dice_weight, self.dice_per_image, self.size_balanced,
+                                 self.hard_share)
 
 
 BALANCE_REFERENCE_PX = 28.0
