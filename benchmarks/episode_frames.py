@@ -1,0 +1,136 @@
+"""Does the segmenter learn the frames where the controller goes? Fine-tune the shipped segmenter on its recipe's
+composites with a share of each batch drawn from the frames of controller episodes (DAgger rounds' datasets, with
+their ground-truth sphere masks), on photos it never trained on.
+
+    python benchmarks/episode_frames.py ROUND_DIR [ROUND_DIR ...] --out RUN [--share 0.3] [--steps 3000]
+        [--lr 3e-4] [--every 2] [--seed 1]
+
+``ROUND_DIR``: folders of ``grasp_s2r.episodes`` datasets (``dagger``'s ``OUT/round-NNN``; ``adapt --rounds``'s
+``OUT/controller/round-NNN``): every ``--every``-th frame of every episode, its ``rgb`` and ``sphere_mask``, through
+the recipe's augmentation. The rest of each batch of 32 are the shipped weights' recipe's composites on the training
+photos (``recipe_of``), made by one worker process, as ``train-vision`` makes them. Schedule and loss are
+``train-vision``'s (AdamW, warm-up and cosine decay, BCE + Dice). Writes ``RUN/model.pt`` (a segmenter checkpoint
+whose ``config`` records the frames' folders and share) and ``RUN/curve.csv``; measure it with ``eval-vision`` and
+``segmenter_recipe.py``. Picking the rounds' photos: never the held-out photos, the validation photos or a
+package reserved for testing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+from grasp_s2r.data.episodes import EpisodeDataset
+from grasp_s2r.interrupts import dataloader_worker_init
+from grasp_s2r.vision.images.augment import Augmenter
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for
+from grasp_s2r.vision.networks.model import build_model, to_input_tensor
+from grasp_s2r.vision.networks.segmenter import (
+    default_checkpoint_path,
+    make_checkpoint,
+    read_checkpoint,
+    write_checkpoint,
+)
+from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, lr_factor, recipe_of
+
+BATCH = 32
+
+
+def episode_frames(rounds: list[Path], every: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every ``every``-th frame of every episode of the datasets ``rounds``: rgb uint8 (N, H, W, 3), mask bool."""
+    rgb, masks = [], []
+    for folder in tqdm(rounds, desc="episode frames", unit="round"):
+        ds = EpisodeDataset(folder)
+        for i in range(len(ds)):
+            ep = ds.episode(i)
+            rgb.append(np.asarray(ep["rgb"][::every]))
+            masks.append(np.asarray(ep["sphere_mask"][::every], dtype=bool))
+    if not rgb:
+        raise SystemExit("episode_frames: no episodes in the folders given")
+    return np.concatenate(rgb), np.concatenate(masks)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("rounds", nargs="+", type=Path, help="episode dataset folders (DAgger rounds)")
+    p.add_argument("--out", type=Path, required=True, help="run folder (new)")
+    p.add_argument("--share", type=float, default=0.3, help="share of each batch from the episode frames")
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--every", type=int, default=2, help="keep every N-th frame of an episode (default 2)")
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args()
+    if not 0.0 <= args.share <= 1.0:
+        p.error("--share must be in [0, 1]")
+    if args.out.exists():
+        p.error(f"--out {args.out} exists: choose a new folder")
+    n_frames = round(args.share * BATCH)
+    n_comp = BATCH - n_frames
+    shipped = default_checkpoint_path()
+    init = read_checkpoint(shipped)
+    data = recipe_of(shipped)
+    cfg = SegmenterTrainConfig(steps=args.steps, lr=args.lr, seed=args.seed, init_checkpoint=str(shipped), data=data)
+    frames_rgb, frames_mask = episode_frames(sorted(args.rounds), args.every)
+    print(f"episode_frames: {len(frames_rgb)} frames ({frames_mask.any((1, 2)).mean():.0%} show the sphere), "
+          f"{n_frames} of each batch of {BATCH}", flush=True)
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    model = build_model(init["architecture"], **init["arch_kwargs"])
+    model.load_state_dict(init["state_dict"])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    photos = load_backgrounds("train")
+    comps = CompositeDataset(env_config=env_config_for(64), data=data, backgrounds=photos, stream="train",
+                             seed=args.seed, length=args.steps * max(1, n_comp))
+    loader = iter(DataLoader(comps, batch_size=max(1, n_comp), num_workers=1, multiprocessing_context="spawn",
+                             worker_init_fn=dataloader_worker_init)) if n_comp else None
+    augment = Augmenter(data.augment)
+    rng = np.random.default_rng(args.seed)
+    args.out.mkdir(parents=True)
+    history, t0 = [], time.perf_counter()
+    model.train()
+    for step in tqdm(range(args.steps), desc="fine-tune", unit="step"):
+        xs, ys = [], []
+        if loader is not None:
+            x, y = next(loader)
+            xs.append(x), ys.append(y)
+        if n_frames:
+            pick = rng.integers(len(frames_rgb), size=n_frames)
+            aug = [augment(frames_rgb[i], frames_mask[i], seed=int(rng.integers(2**31))) for i in pick]
+            xs.append(to_input_tensor(np.stack([a[0] for a in aug])))
+            ys.append(torch.from_numpy(np.stack([a[1] for a in aug])[:, None].astype(np.float32)))
+        for group in optimizer.param_groups:
+            group["lr"] = cfg.lr * lr_factor(step, cfg)
+        loss = cfg.loss(model(torch.cat(xs)), torch.cat(ys))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if (step + 1) % 250 == 0:
+            history.append({"step": step + 1, "elapsed_s": time.perf_counter() - t0, "train_loss": float(loss)})
+    model.eval()
+    config = {**init["config"], "episode_frames": {"rounds": [str(r) for r in args.rounds], "share": args.share,
+                                                   "every": args.every, "frames": len(frames_rgb),
+                                                   "steps": args.steps, "lr": args.lr, "seed": args.seed,
+                                                   "command": " ".join(sys.argv)}}
+    write_checkpoint(make_checkpoint(model, architecture=init["architecture"], arch_kwargs=init["arch_kwargs"],
+                                     input_hw=tuple(init["input_hw"]), background_split=init["background_split"],
+                                     config=config, step=args.steps, history=history), args.out / "model.pt")
+    with open(args.out / "curve.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["step", "elapsed_s", "train_loss"])
+        writer.writeheader()
+        writer.writerows(history)
+    print(f"episode_frames: wrote {args.out / 'model.pt'} in {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
