@@ -2,12 +2,13 @@
 composites with a share of each batch drawn from the frames of controller episodes (DAgger rounds' datasets, with
 their ground-truth sphere masks), on photos it never trained on.
 
-    python benchmarks/episode_frames.py ROUND_DIR [ROUND_DIR ...] --out RUN [--share 0.3] [--steps 3000]
-        [--lr 3e-4] [--every 2] [--seed 1]
+    python benchmarks/episode_frames.py ROUND_DIR [ROUND_DIR ...] --out RUN [--share 0.3] [--hard-share 0]
+        [--steps 3000] [--lr 3e-4] [--every 2] [--seed 1]
 
 ``ROUND_DIR``: folders of ``grasp_s2r.episodes`` datasets (``dagger``'s ``OUT/round-NNN``; ``adapt --rounds``'s
 ``OUT/controller/round-NNN``): every ``--every``-th frame of every episode, its ``rgb`` and ``sphere_mask``, through
-the recipe's augmentation. The rest of each batch of 32 are the shipped weights' recipe's composites on the training
+the recipe's augmentation; with ``--hard-share H`` a share H of them is drawn from the frames the shipped segmenter
+gets wrong (:func:`wrong_frames`). The rest of each batch of 32 are the shipped weights' recipe's composites on the training
 photos (``recipe_of``), made by one worker process, as ``train-vision`` makes them. Schedule and loss are
 ``train-vision``'s (AdamW, warm-up and cosine decay, BCE + Dice). Writes ``RUN/model.pt`` (a segmenter checkpoint
 whose ``config`` records the frames' folders and share) and ``RUN/curve.csv``; measure it with ``eval-vision`` and
@@ -23,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+import cv2
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
@@ -35,6 +37,7 @@ from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for
 from grasp_s2r.vision.networks.model import build_model, to_input_tensor
 from grasp_s2r.vision.networks.segmenter import (
+    Segmenter,
     default_checkpoint_path,
     make_checkpoint,
     read_checkpoint,
@@ -59,18 +62,34 @@ def episode_frames(rounds: list[Path], every: int) -> tuple[np.ndarray, np.ndarr
     return np.concatenate(rgb), np.concatenate(masks)
 
 
+def wrong_frames(segmenter: Segmenter, rgb: np.ndarray, masks: np.ndarray, batch: int = 256) -> np.ndarray:
+    """bool (N,): the frames ``segmenter`` gets wrong: a sphere of 3 px or more with no predicted pixel on it, or 3
+    predicted pixels or more farther than 2 px from the sphere (a false blob)."""
+    wrong = np.zeros(len(rgb), bool)
+    near_kernel = np.ones((5, 5), np.uint8)
+    for start in tqdm(range(0, len(rgb), batch), desc="the shipped segmenter's errors", unit="batch"):
+        pred = segmenter.predict(rgb[start:start + batch])
+        gt = masks[start:start + batch]
+        missed = (gt.sum((1, 2)) >= 3) & ~(pred & gt).any((1, 2))
+        near = np.stack([cv2.dilate(m.astype(np.uint8), near_kernel).astype(bool) for m in gt])
+        wrong[start:start + batch] = missed | ((pred & ~near).sum((1, 2)) >= 3)
+    return wrong
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("rounds", nargs="+", type=Path, help="episode dataset folders (DAgger rounds)")
     p.add_argument("--out", type=Path, required=True, help="run folder (new)")
     p.add_argument("--share", type=float, default=0.3, help="share of each batch from the episode frames")
+    p.add_argument("--hard-share", type=float, default=0.0,
+                   help="share of the episode frames drawn from those the shipped segmenter gets wrong (default 0)")
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--every", type=int, default=2, help="keep every N-th frame of an episode (default 2)")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
-    if not 0.0 <= args.share <= 1.0:
-        p.error("--share must be in [0, 1]")
+    if not (0.0 <= args.share <= 1.0 and 0.0 <= args.hard_share <= 1.0):
+        p.error("--share and --hard-share must be in [0, 1]")
     if args.out.exists():
         p.error(f"--out {args.out} exists: choose a new folder")
     n_frames = round(args.share * BATCH)
@@ -80,8 +99,12 @@ def main() -> int:
     data = recipe_of(shipped)
     cfg = SegmenterTrainConfig(steps=args.steps, lr=args.lr, seed=args.seed, init_checkpoint=str(shipped), data=data)
     frames_rgb, frames_mask = episode_frames(sorted(args.rounds), args.every)
-    print(f"episode_frames: {len(frames_rgb)} frames ({frames_mask.any((1, 2)).mean():.0%} show the sphere), "
-          f"{n_frames} of each batch of {BATCH}", flush=True)
+    hard = np.flatnonzero(wrong_frames(Segmenter.load(shipped, device="cpu"), frames_rgb, frames_mask)) \
+        if args.hard_share > 0 else np.zeros(0, int)
+    if args.hard_share > 0 and not len(hard):
+        raise SystemExit("episode_frames: the shipped segmenter gets none of the frames wrong: no --hard-share")
+    print(f"episode_frames: {len(frames_rgb)} frames ({frames_mask.any((1, 2)).mean():.0%} show the sphere, "
+          f"{len(hard)} wrong for the shipped segmenter), {n_frames} of each batch of {BATCH}", flush=True)
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
@@ -105,6 +128,9 @@ def main() -> int:
             xs.append(x), ys.append(y)
         if n_frames:
             pick = rng.integers(len(frames_rgb), size=n_frames)
+            if len(hard):  # (its own draws: without --hard-share the frames drawn stay the same)
+                from_hard = rng.random(n_frames) < args.hard_share
+                pick[from_hard] = hard[rng.integers(len(hard), size=int(from_hard.sum()))]
             aug = [augment(frames_rgb[i], frames_mask[i], seed=int(rng.integers(2**31))) for i in pick]
             xs.append(to_input_tensor(np.stack([a[0] for a in aug])))
             ys.append(torch.from_numpy(np.stack([a[1] for a in aug])[:, None].astype(np.float32)))
@@ -118,6 +144,7 @@ def main() -> int:
             history.append({"step": step + 1, "elapsed_s": time.perf_counter() - t0, "train_loss": float(loss)})
     model.eval()
     config = {**init["config"], "episode_frames": {"rounds": [str(r) for r in args.rounds], "share": args.share,
+                                                   "hard_share": args.hard_share, "hard_frames": len(hard),
                                                    "every": args.every, "frames": len(frames_rgb),
                                                    "steps": args.steps, "lr": args.lr, "seed": args.seed,
                                                    "command": " ".join(sys.argv)}}

@@ -12,12 +12,12 @@ import pytest
 
 from grasp_s2r.cli import main
 from grasp_s2r.data.episodes import EpisodeDataset
-from grasp_s2r.vision.networks.segmenter import Segmenter, read_checkpoint
+from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path, read_checkpoint
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
-from episode_frames import episode_frames
+from episode_frames import episode_frames, wrong_frames
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +51,18 @@ def test_a_fine_tune_with_episode_frames_writes_a_segmenter_that_records_them(ep
     # an existing folder is refused, nothing overwritten
     again = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "exists" in again.stderr
+
+
+def test_the_frames_the_shipped_segmenter_gets_wrong():
+    """A sphere it does not touch, and a blob it marks away from the sphere, are wrong; a sphere it finds and an empty
+    view it leaves empty are not (real predictions of the shipped segmenter)."""
+    segmenter = Segmenter.load(default_checkpoint_path(), device="cpu")
+    grey = np.full((64, 64, 3), 128, np.uint8)
+    disc = np.zeros((64, 64), bool)
+    disc[np.hypot(*np.mgrid[-30:34, -30:34]) <= 3.5] = True  # a 7 px disc at (30, 30)
+    red = grey.copy()
+    red[disc] = (220, 30, 30)
+    assert segmenter.predict(red)[disc].any() and not segmenter.predict(grey).any()  # the premise
+    rgb = np.stack([red, grey, grey, red])
+    masks = np.stack([disc, disc, np.zeros_like(disc), np.roll(disc, 20, axis=1)])
+    np.testing.assert_array_equal(wrong_frames(segmenter, rgb, masks, batch=3), [False, True, False, True])
