@@ -125,7 +125,8 @@ def main() -> int:
         xs, ys = [], []
         if loader is not None:
             x, y = next(loader)
-            xs.append(x), ys.append(y)
+            xs.append(x)
+            ys.append(y)
         if n_frames:
             pick = rng.integers(len(frames_rgb), size=n_frames)
             if len(hard):  # (its own draws: without --hard-share the frames drawn stay the same)
