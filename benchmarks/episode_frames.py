@@ -35,7 +35,7 @@ from grasp_s2r.interrupts import dataloader_worker_init
 from grasp_s2r.vision.images.augment import Augmenter
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for
-from grasp_s2r.vision.networks.model import build_model, to_input_tensor
+from grasp_s2r.vision.networks.model import to_input_tensor
 from grasp_s2r.vision.networks.segmenter import (
     Segmenter,
     default_checkpoint_path,
@@ -99,7 +99,7 @@ def main() -> int:
     data = recipe_of(shipped)
     cfg = SegmenterTrainConfig(steps=args.steps, lr=args.lr, seed=args.seed, init_checkpoint=str(shipped), data=data)
     frames_rgb, frames_mask = episode_frames(sorted(args.rounds), args.every)
-    hard = np.flatnonzero(wrong_frames(Segmenter.load(shipped, device="cpu"), frames_rgb, frames_mask)) \
+    hard = np.flatnonzero(wrong_frames(Segmenter.from_checkpoint(init, "cpu", shipped), frames_rgb, frames_mask)) \
         if args.hard_share > 0 else np.zeros(0, int)
     if args.hard_share > 0 and not len(hard):
         raise SystemExit("episode_frames: the shipped segmenter gets none of the frames wrong: no --hard-share")
@@ -108,8 +108,7 @@ def main() -> int:
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
-    model = build_model(init["architecture"], **init["arch_kwargs"])
-    model.load_state_dict(init["state_dict"])
+    model = Segmenter.from_checkpoint(init, "cpu", shipped).model  # the weights to train, apart from wrong_frames'
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     photos = load_backgrounds("train")
     comps = CompositeDataset(env_config=env_config_for(64), data=data, backgrounds=photos, stream="train",
