@@ -19,7 +19,6 @@ package reserved for testing.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import torch
+from finetune_loop import fine_tune, write_run
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
@@ -36,14 +36,8 @@ from grasp_s2r.vision.images.augment import Augmenter
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for
 from grasp_s2r.vision.networks.model import to_input_tensor
-from grasp_s2r.vision.networks.segmenter import (
-    Segmenter,
-    default_checkpoint_path,
-    make_checkpoint,
-    read_checkpoint,
-    write_checkpoint,
-)
-from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, lr_factor, recipe_of
+from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path, read_checkpoint
+from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, recipe_of
 
 BATCH = 32
 
@@ -109,7 +103,6 @@ def main() -> int:
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     model = Segmenter.from_checkpoint(init, "cpu", shipped).model  # the weights to train, apart from wrong_frames'
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     photos = load_backgrounds("train")
     comps = CompositeDataset(env_config=env_config_for(64), data=data, backgrounds=photos, stream="train",
                              seed=args.seed, length=args.steps * max(1, n_comp))
@@ -118,9 +111,9 @@ def main() -> int:
     augment = Augmenter(data.augment)
     rng = np.random.default_rng(args.seed)
     args.out.mkdir(parents=True)
-    history, t0 = [], time.perf_counter()
-    model.train()
-    for step in tqdm(range(args.steps), desc="fine-tune", unit="step"):
+    t0 = time.perf_counter()
+
+    def next_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
         xs, ys = [], []
         if loader is not None:
             x, y = next(loader)
@@ -134,27 +127,15 @@ def main() -> int:
             aug = [augment(frames_rgb[i], frames_mask[i], seed=int(rng.integers(2**31))) for i in pick]
             xs.append(to_input_tensor(np.stack([a[0] for a in aug])))
             ys.append(torch.from_numpy(np.stack([a[1] for a in aug])[:, None].astype(np.float32)))
-        for group in optimizer.param_groups:
-            group["lr"] = cfg.lr * lr_factor(step, cfg)
-        loss = cfg.loss(model(torch.cat(xs)), torch.cat(ys))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        if (step + 1) % 250 == 0:
-            history.append({"step": step + 1, "elapsed_s": time.perf_counter() - t0, "train_loss": float(loss)})
-    model.eval()
+        return torch.cat(xs), torch.cat(ys)
+
+    history = fine_tune(model, next_batch, cfg)
     config = {**init["config"], "episode_frames": {"rounds": [str(r) for r in args.rounds], "share": args.share,
                                                    "hard_share": args.hard_share, "hard_frames": len(hard),
                                                    "every": args.every, "frames": len(frames_rgb),
                                                    "steps": args.steps, "lr": args.lr, "seed": args.seed,
                                                    "command": " ".join(sys.argv)}}
-    write_checkpoint(make_checkpoint(model, architecture=init["architecture"], arch_kwargs=init["arch_kwargs"],
-                                     input_hw=tuple(init["input_hw"]), background_split=init["background_split"],
-                                     config=config, step=args.steps, history=history), args.out / "model.pt")
-    with open(args.out / "curve.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["step", "elapsed_s", "train_loss"])
-        writer.writeheader()
-        writer.writerows(history)
+    write_run(args.out, model, init, config, args.steps, history)
     print(f"episode_frames: wrote {args.out / 'model.pt'} in {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
     return 0
 
