@@ -1,6 +1,6 @@
-"""The fine-tune loop of the experiment scripts that train the shipped segmenter on batches of their own making
-(``episode_frames.py``, ``height_prior.py``): ``train-vision``'s schedule and loss (AdamW, warm-up and cosine
-decay, BCE + Dice) on one thread, and the checkpoint and loss curve they write."""
+"""The fine-tune loop of experiment scripts that train the shipped segmenter on batches of their own making
+(``episode_frames.py``): ``train-vision``'s schedule and loss (AdamW, warm-up and cosine decay, BCE + Dice), and the
+checkpoint and loss curve they write."""
 
 from __future__ import annotations
 
@@ -42,12 +42,11 @@ def fine_tune(model: torch.nn.Module, next_batch: Callable[[int], tuple[torch.Te
 
 
 def write_run(out: Path, model: torch.nn.Module, init: dict[str, Any], config: dict[str, Any], step: int,
-              history: list[dict[str, float]], arch_kwargs: dict[str, Any] | None = None) -> Path:
-    """``out/model.pt`` (a segmenter checkpoint of ``init``'s network, or of ``arch_kwargs``, whose ``config`` is
-    ``config``) and ``out/curve.csv``; returns the checkpoint's path."""
+              history: list[dict[str, float]]) -> Path:
+    """``out/model.pt`` (a segmenter checkpoint of ``init``'s network whose ``config`` is ``config``) and
+    ``out/curve.csv``; returns the checkpoint's path."""
     path = out / "model.pt"
-    write_checkpoint(make_checkpoint(model, architecture=init["architecture"],
-                                     arch_kwargs=init["arch_kwargs"] if arch_kwargs is None else arch_kwargs,
+    write_checkpoint(make_checkpoint(model, architecture=init["architecture"], arch_kwargs=init["arch_kwargs"],
                                      input_hw=tuple(init["input_hw"]), background_split=init["background_split"],
                                      config=config, step=step, history=history),
                      path)

@@ -65,9 +65,6 @@ class AgentError(ValueError):
     """The agent cannot be built (no controller, unusable checkpoint) or an input is malformed; one line."""
 
 
-_TCP_Z = PROPRIO_NAMES.index("tcp_z_above_table_m")
-
-
 # --- the shared step ----------------------------------------------------------------------------------------
 class SegmenterMasks:
     """A mask source (``rollout.MaskSource``): the segmenter's masks, one batched forward pass for N images."""
@@ -77,15 +74,8 @@ class SegmenterMasks:
     def __init__(self, segmenter: Any):
         self.segmenter = segmenter
 
-    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None,
-                 proprio: np.ndarray | None = None) -> np.ndarray:
-        """``proprio`` float (N, 5): needed by a segmenter that reads the camera's height (``reads_height``)."""
-        z = None
-        if getattr(self.segmenter, "reads_height", False):
-            if proprio is None:
-                raise AgentError("this segmenter reads the camera's height: the mask source needs proprio")
-            z = np.asarray(proprio)[:, _TCP_Z]
-        return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8), z), dtype=bool)
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None) -> np.ndarray:
+        return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
 
     def gripper(self, rgb: np.ndarray, gt_gripper: np.ndarray | None = None) -> np.ndarray:
         """The gripper fingers' masks bool (N, H, W), for a controller that reads them (``PolicyConfig.gripper``):
@@ -143,8 +133,7 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     before blanking.
     """
     t0 = time.perf_counter()
-    proprio_kw = {"proprio": proprio} if getattr(getattr(masks, "segmenter", None), "reads_height", False) else {}
-    input_masks = np.array(masks(rgb, gt_mask, **proprio_kw), dtype=bool)  # a copy: blanking never touches it
+    input_masks = np.array(masks(rgb, gt_mask), dtype=bool)  # a copy: blanking never touches the source
     t_masks = time.perf_counter()
     proprio = np.asarray(proprio)
     for i, keep in enumerate(mask_filters or ()):

@@ -18,8 +18,6 @@ from grasp_s2r.vision.networks.anomaly import ANOMALY_WINDOWS_PX, local_anomaly
 Architecture = Literal["unet", "lraspp"]
 ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
 """Names accepted by :func:`build_model`."""
-HEIGHT_REF_M = 0.05
-"""The TCP height above the table whose height channel is 0 (:func:`height_channel`: log(height / this))."""
 _MEAN_RGB = (0.485, 0.456, 0.406)
 _STD_RGB = (0.229, 0.224, 0.225)
 
@@ -31,15 +29,6 @@ def to_input_tensor(rgb_uint8: np.ndarray) -> torch.Tensor:
     mean = torch.tensor(_MEAN_RGB).view(1, 3, 1, 1)
     std = torch.tensor(_STD_RGB).view(1, 3, 1, 1)
     return (x - mean) / std
-
-
-def height_channel(tcp_z_above_table_m: np.ndarray | torch.Tensor, hw: tuple[int, int]) -> torch.Tensor:
-    """The camera's height as an input channel: float32 (N, 1, H, W), each image's plane log(height /
-    :data:`HEIGHT_REF_M`), for a U-Net with ``height`` (heights float (N,), metres above the table top, the TCP's:
-    ``proprio``'s ``tcp_z_above_table_m``; clipped to 3 mm and more). The sphere's width in pixels falls as the
-    height grows, so the plane tells the network how wide a sphere it may see."""
-    z = torch.as_tensor(np.asarray(tcp_z_above_table_m, dtype=np.float32)).reshape(-1, 1, 1, 1)
-    return torch.log(z.clamp(min=0.003) / HEIGHT_REF_M).expand(-1, 1, *hw).contiguous()
 
 
 def _conv_block(c_in: int, c_out: int) -> nn.Sequential:
@@ -58,29 +47,21 @@ class UNet(nn.Module):
     ``unshuffle`` s > 1: the image's s x s pixel blocks are stacked as channels first (``pixel_unshuffle``: 3 s^2
     channels at 1/s of the side, nothing lost) and the head predicts s^2 logits a block, put back in place
     (``pixel_shuffle``): the network sees every camera pixel at about the multiply-adds of one at 1/s the side.
-
-    ``height`` k > 0: the input holds a fourth channel, the camera's height above the table (:func:`height_channel`),
-    which the first k encoder blocks read beside their input (the first: beside the colours and the anomaly maps).
     """
 
-    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0, height: int = 0):
+    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0):
         super().__init__()
         if unshuffle < 1:
             raise ValueError(f"unshuffle must be >= 1, got {unshuffle}")
         if not 0 <= anomaly <= len(ANOMALY_WINDOWS_PX):
             raise ValueError(f"anomaly must be in [0, {len(ANOMALY_WINDOWS_PX)}], got {anomaly}")
-        if not 0 <= int(height) <= depth + 1:
-            raise ValueError(f"height must be in [0, {depth + 1}] (encoder blocks reading it), got {height}")
         self.unshuffle = int(unshuffle)
         self.anomaly = int(anomaly)
         """Colour-anomaly maps read beside the colours (``vision/networks/anomaly.py``); 0: the colours only."""
-        self.height = int(height)
-        """Encoder blocks reading the camera's height, the input's fourth channel (:func:`height_channel`); 0: no
-        such channel."""
         s2 = self.unshuffle**2
         chans = [width * 2**i for i in range(depth + 1)]
-        self.down = nn.ModuleList([_conv_block((3 + self.anomaly + bool(self.height)) * s2, chans[0])])
-        self.down.extend(_conv_block(chans[i] + (i + 1 < self.height), chans[i + 1]) for i in range(depth))
+        self.down = nn.ModuleList([_conv_block((3 + self.anomaly) * s2, chans[0])])
+        self.down.extend(_conv_block(chans[i], chans[i + 1]) for i in range(depth))
         self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
         self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i]) for i in reversed(range(depth)))
         self.head = nn.Conv2d(chans[0], s2, 1)
@@ -89,19 +70,13 @@ class UNet(nn.Module):
 
     def _decoded(self, x: torch.Tensor) -> torch.Tensor:
         """The last decoder block's output float (N, width, H/s, W/s)."""
-        height = x[:, 3:4, :1, :1] if self.height else None  # (N, 1, 1, 1): each image's plane is constant
-        if self.anomaly:  # the maps of the colours; a height channel stays last
-            rgb, rest = x[:, :3], x[:, 3:]
-            x = torch.cat([rgb, local_anomaly(rgb, ANOMALY_WINDOWS_PX[:self.anomaly]).to(x.dtype), rest], dim=1)
+        if self.anomaly:
+            x = torch.cat([x, local_anomaly(x, ANOMALY_WINDOWS_PX[:self.anomaly]).to(x.dtype)], dim=1)
         if self.unshuffle > 1:
             x = F.pixel_unshuffle(x, self.unshuffle)
         skips = []
         for i, block in enumerate(self.down):
-            if i:
-                x = F.max_pool2d(x, 2)
-                if i < self.height:
-                    x = torch.cat([x, height.expand(-1, -1, *x.shape[2:])], dim=1)
-            x = block(x)
+            x = block(x if i == 0 else F.max_pool2d(x, 2))
             skips.append(x)
         skips.pop()
         for up, fuse in zip(self.up, self.fuse):

@@ -38,7 +38,7 @@ from torch.nn import functional as F
 
 from grasp_s2r.devices import default_device
 from grasp_s2r.files import atomic_write, file_sha256, torch_load_problem
-from grasp_s2r.vision.networks.model import build_model, height_channel, to_input_tensor
+from grasp_s2r.vision.networks.model import build_model, to_input_tensor
 
 FORMAT_NAME = "grasp_s2r.segmenter"
 FORMAT_VERSION = 1
@@ -218,14 +218,7 @@ class Segmenter:
                    threshold=ckpt.get("threshold", THRESHOLD),
                    tiling=Tiling.from_dict(ckpt["tiling"]) if ckpt.get("tiling") is not None else None)
 
-    @property
-    def reads_height(self) -> bool:
-        """Whether the network reads the camera's height beside the image (``UNet(height=True)``): then every
-        prediction needs ``tcp_z_above_table_m``."""
-        return bool(getattr(self.model, "height", False))
-
-    def _logits(self, rgb_uint8: np.ndarray, net: Callable[[torch.Tensor], torch.Tensor],
-                tcp_z_above_table_m: np.ndarray | None = None) -> torch.Tensor:
+    def _logits(self, rgb_uint8: np.ndarray, net: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
         """``net``'s logits float (N, 1, H, W) at the images' own size; any H, W (resized to ``input_hw``)."""
         rgb = np.asarray(rgb_uint8)
         if rgb.dtype != np.uint8 or rgb.ndim != 4 or rgb.shape[-1] != 3:
@@ -235,34 +228,24 @@ class Segmenter:
             h, w = self.input_hw
             interp = cv2.INTER_AREA if hw[0] > h else cv2.INTER_LINEAR
             rgb = np.stack([cv2.resize(im, (w, h), interpolation=interp) for im in rgb])
-        x = to_input_tensor(rgb)
-        if self.reads_height:
-            if tcp_z_above_table_m is None:
-                raise ValueError("this segmenter reads the camera's height: pass tcp_z_above_table_m (N,) in metres")
-            z = np.asarray(tcp_z_above_table_m, dtype=np.float32).reshape(-1)
-            if len(z) != len(rgb):
-                raise ValueError(f"tcp_z_above_table_m holds {len(z)} heights for {len(rgb)} images")
-            x = torch.cat([x, height_channel(z, tuple(x.shape[2:]))], dim=1)
-        x = x.to(self.device, non_blocking=True)
+        x = to_input_tensor(rgb).to(self.device, non_blocking=True)
         logits = net(x)
         if hw != self.input_hw:
             logits = F.interpolate(logits, size=hw, mode="bilinear", align_corners=False)
         return logits
 
     @torch.inference_mode()
-    def predict_proba(self, rgb_uint8: np.ndarray, tcp_z_above_table_m: np.ndarray | None = None) -> np.ndarray:
-        """uint8 (N, H, W, 3) -> sphere probability float32 (N, H, W); any H, W (resized to ``input_hw``).
-        ``tcp_z_above_table_m`` float (N,): each image's camera height, for a segmenter that :attr:`reads_height`."""
+    def predict_proba(self, rgb_uint8: np.ndarray) -> np.ndarray:
+        """uint8 (N, H, W, 3) -> sphere probability float32 (N, H, W); any H, W (resized to ``input_hw``)."""
         tiling = self.tiling
         net = self.model if tiling is None else (lambda x: tiling.apply(self.model, x))
-        return torch.sigmoid(self._logits(rgb_uint8, net, tcp_z_above_table_m)[:, 0]).float().cpu().numpy()
+        return torch.sigmoid(self._logits(rgb_uint8, net)[:, 0]).float().cpu().numpy()
 
-    def predict(self, rgb_uint8: np.ndarray, tcp_z_above_table_m: np.ndarray | float | None = None) -> np.ndarray:
-        """uint8 (N, H, W, 3) -> bool (N, H, W), or (H, W, 3) -> (H, W) (then one height, if any)."""
+    def predict(self, rgb_uint8: np.ndarray) -> np.ndarray:
+        """uint8 (N, H, W, 3) -> bool (N, H, W), or (H, W, 3) -> (H, W)."""
         rgb = np.asarray(rgb_uint8)
         single = rgb.ndim == 3
-        z = None if tcp_z_above_table_m is None else np.atleast_1d(np.asarray(tcp_z_above_table_m, np.float32))
-        mask = self.predict_proba(rgb[None] if single else rgb, z) > self.threshold
+        mask = self.predict_proba(rgb[None] if single else rgb) > self.threshold
         return mask[0] if single else mask
 
     @property
