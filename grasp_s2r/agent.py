@@ -49,6 +49,7 @@ import numpy as np
 from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
+from grasp_s2r.control.wrist_geometry import PreviousFrame
 from grasp_s2r.sim.config import CameraConfig, EnvConfig, SceneConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
@@ -74,16 +75,26 @@ class SegmenterMasks:
     def __init__(self, segmenter: Any):
         self.segmenter = segmenter
 
-    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None) -> np.ndarray:
-        return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None,
+                 previous: np.ndarray | None = None) -> np.ndarray:
+        """``previous`` uint8 (N, H, W, 3): the previous frames warped onto these, for a segmenter that reads them
+        (``reads_previous``; ``control.wrist_geometry.PreviousFrame``)."""
+        kw = {} if previous is None else {"previous": previous}
+        return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8), **kw), dtype=bool)
 
-    def gripper(self, rgb: np.ndarray, gt_gripper: np.ndarray | None = None) -> np.ndarray:
+    @property
+    def reads_previous(self) -> bool:
+        return bool(getattr(self.segmenter, "reads_previous", False))
+
+    def gripper(self, rgb: np.ndarray, gt_gripper: np.ndarray | None = None,
+                previous: np.ndarray | None = None) -> np.ndarray:
         """The gripper fingers' masks bool (N, H, W), for a controller that reads them (``PolicyConfig.gripper``):
         the segmenter's ``predict_gripper``, when its ``has_gripper_head`` is true (``vision/gripper.py``)."""
         if not getattr(self.segmenter, "has_gripper_head", False):
             raise AgentError("this controller reads the gripper fingers' mask, which this segmenter does not predict "
                              "(no gripper head trained on it: grasp-s2r train-gripper)")
-        return np.asarray(self.segmenter.predict_gripper(np.asarray(rgb, dtype=np.uint8)), dtype=bool)
+        kw = {} if previous is None else {"previous": previous}
+        return np.asarray(self.segmenter.predict_gripper(np.asarray(rgb, dtype=np.uint8), **kw), dtype=bool)
 
 
 @dataclass
@@ -117,7 +128,7 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
                  query: Sequence[int] | None = None, memory: np.ndarray | None = None,
                  gt_gripper: np.ndarray | None = None,
                  mask_filters: Sequence[Callable[[np.ndarray, np.ndarray], np.ndarray] | None] | None = None,
-                 ) -> LearnerStep:
+                 previous: np.ndarray | None = None) -> LearnerStep:
     """The learner's step for N observations: images -> masks -> (filters, blanking) -> controller.
 
     ``masks``: a mask source, ``(rgb (N, H, W, 3) uint8, gt_mask (N, H, W) bool | None) -> bool (N, H, W)``
@@ -130,10 +141,12 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
     gt_gripper)`` gives it (``gt_gripper`` bool (N, H, W): the ground truth, for a ground-truth source); blanking
     leaves it alone (a missed detection of the sphere). ``mask_filters``: one per row, None or ``(mask (H, W),
     proprio (5,)) -> mask`` (e.g. ``control.parallax.ParallaxFilter.filter``), applied to the mask source's masks
-    before blanking.
+    before blanking. ``previous`` uint8 (N, H, W, 3): each row's previous frame warped onto its image, for a mask source
+    whose segmenter reads it (``SegmenterMasks.reads_previous``; ``control.wrist_geometry.PreviousFrame``).
     """
     t0 = time.perf_counter()
-    input_masks = np.array(masks(rgb, gt_mask), dtype=bool)  # a copy: blanking never touches the source
+    before = {} if previous is None else {"previous": np.asarray(previous)}
+    input_masks = np.array(masks(rgb, gt_mask, **before), dtype=bool)  # a copy: blanking never touches the source
     t_masks = time.perf_counter()
     proprio = np.asarray(proprio)
     for i, keep in enumerate(mask_filters or ()):
@@ -150,8 +163,9 @@ def learner_step(masks: Callable[[np.ndarray, np.ndarray | None], np.ndarray], p
             raise ValueError("a policy is needed to act on queried rows")
         extra = {"memory": np.asarray(memory)[rows]} if memory is not None and reads_memory(policy) else {}
         if reads_gripper(policy):
-            extra["gripper_masks"] = np.asarray(masks.gripper(rgb[rows], None if gt_gripper is None
-                                                              else np.asarray(gt_gripper)[rows]), dtype=bool)
+            extra["gripper_masks"] = np.asarray(masks.gripper(
+                rgb[rows], None if gt_gripper is None else np.asarray(gt_gripper)[rows],
+                **({} if previous is None else {"previous": np.asarray(previous)[rows]})), dtype=bool)
         actions[rows] = policy.act(input_masks[rows], proprio[rows], **extra)
     t2 = time.perf_counter()
     return LearnerStep(masks=input_masks, actions=actions, mask_ms=1e3 * (t_masks - t0),
@@ -265,6 +279,8 @@ class GraspAgent:
     def __post_init__(self) -> None:
         self._far = None if self.parallax is None else ParallaxFilter(self.env.scene, self.env.camera, self.parallax)
         """:meth:`act`'s parallax filter: its spots of this episode."""
+        self._previous = PreviousFrame(self.env.camera) if getattr(self.segmenter, "reads_previous", False) else None
+        """:meth:`act`'s previous frame, for a segmenter that reads it."""
 
     @classmethod
     def load(cls, segmenter: str | Path | None = None, controller: str | Path | None = None,
@@ -318,6 +334,8 @@ class GraspAgent:
         self.memory.reset()
         if self._far is not None:
             self._far.reset()
+        if self._previous is not None:
+            self._previous.reset()
 
     def act(self, rgb: np.ndarray, proprio: Sequence[float]) -> AgentStep:
         """One image (H, W, 3) and proprio (5,) (SI units, ``PROPRIO_NAMES`` order) -> :class:`AgentStep`.
@@ -326,7 +344,8 @@ class GraspAgent:
         start of every episode)."""
         p = np.asarray(proprio, dtype=np.float32)
         step = self.act_batch(np.asarray(rgb)[None], p[None], memory=self.memory.features()[None],
-                              mask_filters=None if self._far is None else [self._far.filter])[0]
+                              mask_filters=None if self._far is None else [self._far.filter],
+                              previous_frames=None if self._previous is None else [self._previous])[0]
         look = None if self._far is None else self._far.action(p)
         if look is not None:  # the low look acts in the controller's place (control.look)
             step = replace(step, action=look, delta_m=look[:3] * self.scene.max_action_step_m,
@@ -338,13 +357,14 @@ class GraspAgent:
     def act_batch(self, rgb: np.ndarray | Sequence[np.ndarray], proprio: np.ndarray,
                   memory: np.ndarray | None = None,
                   mask_filters: Sequence[Callable[[np.ndarray, np.ndarray], np.ndarray] | None] | None = None,
-                  ) -> AgentBatch:
+                  previous_frames: Sequence[PreviousFrame] | None = None) -> AgentBatch:
         """N images (a sequence, or an array (N, H, W, 3)) and proprio (N, 5) -> :class:`AgentBatch`: one
         segmenter and one controller forward pass (the batched runtime's :func:`learner_step`). ``memory``
         float32 (N, N_MEMORY): each row's ``EpisodeMemory.features()``, needed by a controller with memory (the
         caller keeps one ``EpisodeMemory`` per stream and updates it with the executed action). ``mask_filters``: one
         per stream, e.g. the ``filter`` of a ``ParallaxFilter`` per stream (default: none; :meth:`act` uses the
-        agent's own)."""
+        agent's own). ``previous_frames``: one ``control.wrist_geometry.PreviousFrame`` per stream, needed by a
+        segmenter that reads the previous frame (``reads_previous``; :meth:`act` keeps the agent's own)."""
         t0 = time.perf_counter()
         proprio = np.asarray(proprio, dtype=np.float32)
         if proprio.ndim != 2 or proprio.shape[1] != len(PROPRIO_NAMES):
@@ -358,8 +378,14 @@ class GraspAgent:
         if memory is None and self.policy.cfg.memory:
             raise AgentError("this controller has memory: act_batch needs memory=(N, N_MEMORY) features, one "
                              "EpisodeMemory per stream (or use act, which keeps the agent's own)")
+        previous = None
+        if getattr(self.segmenter, "reads_previous", False):
+            if previous_frames is None or len(previous_frames) != len(images):
+                raise AgentError("this segmenter reads the previous frame: act_batch needs previous_frames=, one "
+                                 "PreviousFrame per stream (or use act, which keeps the agent's own)")
+            previous = np.stack([f.warped(im, p) for f, im, p in zip(previous_frames, images, proprio)])
         out = learner_step(SegmenterMasks(self.segmenter), self.policy, images, proprio, memory=memory,
-                           mask_filters=mask_filters)
+                           mask_filters=mask_filters, previous=previous)
         total = 1e3 * (time.perf_counter() - t0)
         self.steps += len(images)
         actions = out.actions

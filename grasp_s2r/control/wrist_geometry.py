@@ -4,13 +4,15 @@ The gripper points straight down at every step (the env holds its orientation), 
 the TCP position: the palm link sits ``PALM_ABOVE_TCP_M`` above the TCP, and the camera is mounted on it as
 ``CameraConfig`` says, without the few millimetres and degrees of per-episode jitter the simulator adds. A robot
 knows its TCP by kinematics, so what reads this (``control.parallax``, ``control.hovered``, ``control.near``) runs on a
-real arm as in the simulator. Numpy only.
+real arm as in the simulator; :func:`table_warp` lines an earlier frame up with the current one on the table plane.
+Numpy, and OpenCV for the warp.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from grasp_s2r.sim.config import CameraConfig
@@ -88,3 +90,47 @@ class WristView:
         tx, ty = self._tan_half
         h, w = self.camera.height_px, self.camera.width_px
         return np.stack([(x / tx + 1) * w / 2 - 0.5, (1 - y / ty) * h / 2 - 0.5], -1)
+
+
+def table_warp(image_then: np.ndarray, then: WristView, now: WristView) -> tuple[np.ndarray, np.ndarray]:
+    """``image_then`` (H, W[, C]), taken from ``then``, as the camera at ``now`` would see it if everything in it lay
+    on the table plane: float32 (H, W[, C]) sampled bilinearly, and bool (H, W) where the table point of a pixel of
+    ``now`` was inside the earlier image. Table pixels of the two images then line up; what stands above the table
+    (the sphere, 1.37 cm tall) or far below it is displaced by the parallax of its height, which the difference
+    ``image_now - warped`` shows (``benchmarks/plane_parallax.py``)."""
+    xy, ahead = now.pixel_table_xy()
+    pix = then.table_pixel(xy)
+    map_x = np.where(ahead, pix[..., 0], -1.0).astype(np.float32)
+    map_y = np.where(ahead, pix[..., 1], -1.0).astype(np.float32)
+    h, w = then.camera.height_px, then.camera.width_px
+    inside = ahead & (map_x >= 0) & (map_x <= w - 1) & (map_y >= 0) & (map_y <= h - 1)
+    warped = cv2.remap(np.asarray(image_then, np.float32), map_x, map_y, cv2.INTER_LINEAR,
+                       borderMode=cv2.BORDER_REPLICATE)
+    return warped, inside
+
+
+class PreviousFrame:
+    """One episode's previous frame, warped onto each new one through the table plane (:func:`table_warp`): what a
+    segmenter that reads the previous frame (``Segmenter.reads_previous``) takes beside the image. At the episode's
+    first frame, and where the table point of a pixel was outside the previous image, the image's own pixels stand
+    in (no difference: nothing to read there)."""
+
+    def __init__(self, camera: CameraConfig):
+        self.camera = camera
+        self._rgb: np.ndarray | None = None
+        self._view: WristView | None = None
+
+    def reset(self) -> None:
+        self._rgb = self._view = None
+
+    def warped(self, rgb: np.ndarray, proprio: np.ndarray) -> np.ndarray:
+        """The previous frame warped onto ``rgb`` uint8 (H, W, 3), seen from the TCP of ``proprio`` (5,): uint8
+        (H, W, 3); then ``rgb`` becomes the previous frame."""
+        rgb = np.asarray(rgb, np.uint8)
+        view = WristView.at(np.asarray(proprio, dtype=float)[TCP_INDEX], self.camera)
+        out = rgb
+        if self._rgb is not None and self._rgb.shape == rgb.shape:
+            warped, inside = table_warp(self._rgb, self._view, view)
+            out = np.where(inside[..., None], np.clip(np.rint(warped), 0, 255), rgb).astype(np.uint8)
+        self._rgb, self._view = rgb.copy(), view
+        return out

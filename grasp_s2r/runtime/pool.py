@@ -26,6 +26,7 @@ from tqdm import tqdm
 from grasp_s2r.agent import learner_step, reads_gripper, reads_memory
 from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
+from grasp_s2r.control.wrist_geometry import PreviousFrame
 from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
 from grasp_s2r.interrupts import children_ignore_interrupts
 from grasp_s2r.runtime.masks import MaskSource
@@ -74,6 +75,8 @@ class _Active:
         self.params: dict[str, Any] = {}
         self.parallax = parallax
         """The filter of far-away detections (``control.parallax``), or None."""
+        self.previous: PreviousFrame | None = None
+        """The episode's previous frame, for a segmenter that reads it (``control.wrist_geometry``), or None."""
 
 
 class RolloutPool:
@@ -161,6 +164,7 @@ class RolloutPool:
             raise ValueError("a policy is needed for episodes in which the learner acts")
         with_memory = reads_memory(policy)  # the memory is kept only for a controller that reads it
         with_fingers = reads_gripper(policy)  # and the fingers' masks stacked only for one that reads them
+        reads_previous = bool(getattr(masks, "reads_previous", False))  # a segmenter that reads the previous frame
         queue = deque(enumerate(requests))
         active: dict[int, _Active] = {}
         obs: dict[int, dict[str, Any]] = {}
@@ -171,6 +175,8 @@ class RolloutPool:
             index, req = queue.popleft()
             far = None if parallax is None else ParallaxFilter(self.env_config.scene, self.env_config.camera, parallax)
             active[worker] = _Active(req, index, record(index), far)
+            if reads_previous:
+                active[worker].previous = PreviousFrame(self.env_config.camera)
             self.conns[worker].send(("reset", req.seed, req.condition.to_dict()))
 
         for w in range(min(len(self.conns), len(queue))):
@@ -191,8 +197,10 @@ class RolloutPool:
             memory = np.stack([active[w].memory.features() for w in ids]) if with_memory else None
             gripper = np.stack([obs[w]["gripper_mask"] for w in ids]) if with_fingers else None
             filters = [None if active[w].parallax is None else active[w].parallax.filter for w in ids]
+            previous = np.stack([active[w].previous.warped(rgb[j], proprio[j]) for j, w in enumerate(ids)]) \
+                if reads_previous else None
             step = learner_step(masks, policy, rgb, proprio, gt_mask=gt, blank=blank, query=query, memory=memory,
-                                gt_gripper=gripper, mask_filters=filters)
+                                gt_gripper=gripper, mask_filters=filters, previous=previous)
             input_masks, learner = step.masks, step.actions
             stopped = set()
             for j, w in enumerate(ids):

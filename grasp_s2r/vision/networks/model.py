@@ -44,12 +44,16 @@ class UNet(nn.Module):
     ``anomaly`` k > 0: the first k colour-anomaly maps of each image (:func:`~grasp_s2r.vision.networks.anomaly.
     local_anomaly`, no weights) are read beside its colours.
 
+    ``previous``: the input holds 6 channels, the image and the previous frame warped onto it through the table
+    plane (``control.wrist_geometry.PreviousFrame``): what stands above the table, the sphere, differs between the
+    two by its parallax, whatever its colour.
+
     ``unshuffle`` s > 1: the image's s x s pixel blocks are stacked as channels first (``pixel_unshuffle``: 3 s^2
     channels at 1/s of the side, nothing lost) and the head predicts s^2 logits a block, put back in place
     (``pixel_shuffle``): the network sees every camera pixel at about the multiply-adds of one at 1/s the side.
     """
 
-    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0):
+    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0, previous: bool = False):
         super().__init__()
         if unshuffle < 1:
             raise ValueError(f"unshuffle must be >= 1, got {unshuffle}")
@@ -58,9 +62,13 @@ class UNet(nn.Module):
         self.unshuffle = int(unshuffle)
         self.anomaly = int(anomaly)
         """Colour-anomaly maps read beside the colours (``vision/networks/anomaly.py``); 0: the colours only."""
+        if previous and anomaly:
+            raise ValueError("a U-Net reads the previous frame or colour-anomaly maps, not both")
+        self.previous = bool(previous)
+        """Whether the input's channels 3-5 are the previous frame warped onto this one (6 input channels)."""
         s2 = self.unshuffle**2
         chans = [width * 2**i for i in range(depth + 1)]
-        self.down = nn.ModuleList([_conv_block((3 + self.anomaly) * s2, chans[0])])
+        self.down = nn.ModuleList([_conv_block((3 + self.anomaly + 3 * self.previous) * s2, chans[0])])
         self.down.extend(_conv_block(chans[i], chans[i + 1]) for i in range(depth))
         self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
         self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i]) for i in reversed(range(depth)))

@@ -218,34 +218,55 @@ class Segmenter:
                    threshold=ckpt.get("threshold", THRESHOLD),
                    tiling=Tiling.from_dict(ckpt["tiling"]) if ckpt.get("tiling") is not None else None)
 
-    def _logits(self, rgb_uint8: np.ndarray, net: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-        """``net``'s logits float (N, 1, H, W) at the images' own size; any H, W (resized to ``input_hw``)."""
+    @property
+    def reads_previous(self) -> bool:
+        """Whether the network reads the previous frame warped onto the image beside it (``UNet(previous=True)``):
+        :meth:`predict` then takes ``previous``."""
+        return bool(getattr(self.model, "previous", False))
+
+    def _input(self, rgb_uint8: np.ndarray, what: str = "") -> np.ndarray:
         rgb = np.asarray(rgb_uint8)
         if rgb.dtype != np.uint8 or rgb.ndim != 4 or rgb.shape[-1] != 3:
-            raise ValueError(f"expected uint8 (N, H, W, 3), got {rgb.dtype} {rgb.shape}")
-        hw = rgb.shape[1:3]
-        if hw != self.input_hw:
+            raise ValueError(f"{what}expected uint8 (N, H, W, 3), got {rgb.dtype} {rgb.shape}")
+        if rgb.shape[1:3] != self.input_hw:
             h, w = self.input_hw
-            interp = cv2.INTER_AREA if hw[0] > h else cv2.INTER_LINEAR
+            interp = cv2.INTER_AREA if rgb.shape[1] > h else cv2.INTER_LINEAR
             rgb = np.stack([cv2.resize(im, (w, h), interpolation=interp) for im in rgb])
-        x = to_input_tensor(rgb).to(self.device, non_blocking=True)
+        return rgb
+
+    def _logits(self, rgb_uint8: np.ndarray, net: Callable[[torch.Tensor], torch.Tensor],
+                previous: np.ndarray | None = None) -> torch.Tensor:
+        """``net``'s logits float (N, 1, H, W) at the images' own size; any H, W (resized to ``input_hw``).
+        ``previous``: for a network that reads it, the previous frames warped onto these (None: the images
+        themselves, as at an episode's first frame); ignored by one that does not."""
+        hw = np.shape(rgb_uint8)[1:3]
+        rgb = self._input(rgb_uint8)
+        x = to_input_tensor(rgb)
+        if self.reads_previous:
+            before = rgb if previous is None else self._input(previous, "previous frames: ")
+            if before.shape != rgb.shape:
+                raise ValueError(f"previous frames {before.shape} do not match the images {rgb.shape}")
+            x = torch.cat([x, to_input_tensor(before)], dim=1)
+        x = x.to(self.device, non_blocking=True)
         logits = net(x)
         if hw != self.input_hw:
             logits = F.interpolate(logits, size=hw, mode="bilinear", align_corners=False)
         return logits
 
     @torch.inference_mode()
-    def predict_proba(self, rgb_uint8: np.ndarray) -> np.ndarray:
-        """uint8 (N, H, W, 3) -> sphere probability float32 (N, H, W); any H, W (resized to ``input_hw``)."""
+    def predict_proba(self, rgb_uint8: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
+        """uint8 (N, H, W, 3) -> sphere probability float32 (N, H, W); any H, W (resized to ``input_hw``).
+        ``previous`` uint8 (N, H, W, 3): see :attr:`reads_previous`."""
         tiling = self.tiling
         net = self.model if tiling is None else (lambda x: tiling.apply(self.model, x))
-        return torch.sigmoid(self._logits(rgb_uint8, net)[:, 0]).float().cpu().numpy()
+        return torch.sigmoid(self._logits(rgb_uint8, net, previous)[:, 0]).float().cpu().numpy()
 
-    def predict(self, rgb_uint8: np.ndarray) -> np.ndarray:
-        """uint8 (N, H, W, 3) -> bool (N, H, W), or (H, W, 3) -> (H, W)."""
+    def predict(self, rgb_uint8: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
+        """uint8 (N, H, W, 3) -> bool (N, H, W), or (H, W, 3) -> (H, W); ``previous`` likewise shaped."""
         rgb = np.asarray(rgb_uint8)
         single = rgb.ndim == 3
-        mask = self.predict_proba(rgb[None] if single else rgb) > self.threshold
+        before = None if previous is None else (np.asarray(previous)[None] if single else previous)
+        mask = self.predict_proba(rgb[None] if single else rgb, before) > self.threshold
         return mask[0] if single else mask
 
     @property
@@ -254,7 +275,7 @@ class Segmenter:
         return self.gripper_head is not None
 
     @torch.inference_mode()
-    def predict_gripper_proba(self, rgb_uint8: np.ndarray) -> np.ndarray:
+    def predict_gripper_proba(self, rgb_uint8: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
         """uint8 (N, H, W, 3) -> the fingers' probability float32 (N, H, W), like :meth:`predict_proba`; needs a
         gripper head (:class:`CheckpointError` otherwise)."""
         head = self.gripper_head
@@ -264,11 +285,12 @@ class Segmenter:
         features = getattr(self.model, "features", None)
         if features is None:
             raise CheckpointError(f"a {type(self.model).__name__} segmenter has no features for a gripper head")
-        return torch.sigmoid(self._logits(rgb_uint8, lambda x: head(features(x)))[:, 0]).float().cpu().numpy()
+        return torch.sigmoid(self._logits(rgb_uint8, lambda x: head(features(x)), previous)[:, 0]).float().cpu().numpy()
 
-    def predict_gripper(self, rgb_uint8: np.ndarray) -> np.ndarray:
+    def predict_gripper(self, rgb_uint8: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
         """uint8 (N, H, W, 3) -> the gripper fingers' mask bool (N, H, W), or (H, W, 3) -> (H, W)."""
         rgb = np.asarray(rgb_uint8)
         single = rgb.ndim == 3
-        mask = self.predict_gripper_proba(rgb[None] if single else rgb) > self.gripper_threshold
+        before = None if previous is None else (np.asarray(previous)[None] if single else previous)
+        mask = self.predict_gripper_proba(rgb[None] if single else rgb, before) > self.gripper_threshold
         return mask[0] if single else mask

@@ -1,0 +1,169 @@
+"""Does a segmenter that reads the previous frame, warped onto the image through the table plane, find the spheres
+the colours hide? Fine-tune the shipped segmenter with the warped previous frame as three more input channels
+(``UNet(previous=True)``; their weights start at zero, so training starts from the shipped function), or without
+them (the control: the same batches, the image alone).
+
+    python benchmarks/two_frame.py --out RUN --pairs PAIRS.npz [--episodes 600] [--share 0.5] [--steps 3000]
+        [--lr 3e-4] [--every 2] [--no-previous] [--seed 1]
+
+The frame pairs come from the shipped system's own episodes on the training tables (``--pairs``: made once,
+then read by every run): ``table-photo-train`` (the embedded training photos as the table), ``sim-render`` and
+``nominal`` (the training photos behind the sphere, which do not move as the table does), episodes
+``PAIR_SEED_BASE + i``, every ``--every``-th frame with its previous frame warped onto it by the runtime's own
+``control.wrist_geometry.PreviousFrame`` and its true sphere mask. ``--share`` of each batch of 32 are such pairs,
+both images through the same draw of the recipe's augmentation (the previous one with its own sensor noise
+besides); the rest are the recipe's composites, for which the previous frame is the image itself (nothing to
+read: as at an episode's first frame). Schedule and loss are ``train-vision``'s. Writes ``RUN/model.pt`` and
+``RUN/curve.csv``; measure with ``eval-vision`` and ``segmenter_recipe.py`` (the runtime hands a segmenter that
+reads it the previous frame). Never the held-out photos, the validation photos or a reserved package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from finetune_loop import fine_tune, write_run
+from torch.utils.data import DataLoader
+from validation import TRAIN_PHOTO_CONDITIONS
+
+from grasp_s2r.agent import default_controller_path
+from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
+from grasp_s2r.control.policy import Policy
+from grasp_s2r.control.wrist_geometry import PreviousFrame
+from grasp_s2r.interrupts import dataloader_worker_init
+from grasp_s2r.runtime.masks import make_mask_source
+from grasp_s2r.runtime.pool import RolloutPool
+from grasp_s2r.runtime.records import EpisodeRequest
+from grasp_s2r.sim.config import control_env_config
+from grasp_s2r.vision.images.augment import Augmenter
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for
+from grasp_s2r.vision.networks.model import UNet, to_input_tensor
+from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path, read_checkpoint
+from grasp_s2r.vision.networks.widen import load_widened
+from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, recipe_of
+
+BATCH = 32
+PAIR_SEED_BASE = 3_000_000
+"""Episode i of the pairs: seed ``PAIR_SEED_BASE + i`` (no training or evaluation run uses these)."""
+PAIR_CONDITIONS = ("table-photo-train", "table-photo-train", "sim-render", "nominal")
+"""Episode i plays ``PAIR_CONDITIONS[i % 4]``: half with a training photo as the table."""
+PREVIOUS_NOISE_STD = (0.0, 4.0)
+"""The previous frame's own sensor noise (uint8 levels), drawn uniformly per pair."""
+
+
+def record_pairs(episodes: int, every: int, workers: int) -> dict[str, np.ndarray]:
+    """The shipped system's episodes on the training tables: every ``every``-th frame (from the second) with its
+    previous frame warped onto it and its true sphere mask: rgb, previous uint8 (N, H, W, 3), mask bool (N, H, W)."""
+    env_cfg = control_env_config()
+    policy = Policy.load(Path(default_controller_path()), "cpu")[0]
+    masks = make_mask_source("predicted", "", "cpu")
+    requests = [EpisodeRequest(seed=PAIR_SEED_BASE + i,
+                               condition=TRAIN_PHOTO_CONDITIONS[PAIR_CONDITIONS[i % len(PAIR_CONDITIONS)]])
+                for i in range(episodes)]
+    rgb, previous, mask = [], [], []
+
+    def keep(rec) -> None:
+        frames, proprio = np.asarray(rec.arrays["rgb"]), np.asarray(rec.arrays["proprio"])
+        warper = PreviousFrame(env_cfg.camera)
+        warped = np.stack([warper.warped(f, p) for f, p in zip(frames, proprio)])
+        rgb.append(frames[1::every])
+        previous.append(warped[1::every])
+        mask.append(np.asarray(rec.arrays["sphere_mask"], bool)[1::every])
+
+    with RolloutPool(env_cfg, workers) as pool:
+        pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc="pair episodes",
+                 parallax=SHIPPED_PARALLAX, on_episode=keep)
+    return {"rgb": np.concatenate(rgb), "previous": np.concatenate(previous), "mask": np.concatenate(mask)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, required=True, help="run folder (new)")
+    p.add_argument("--pairs", type=Path, required=True, help="the frame pairs' file: read if it exists, else made")
+    p.add_argument("--episodes", type=int, default=600, help="episodes the pairs are drawn from (when made)")
+    p.add_argument("--every", type=int, default=2, help="keep every N-th frame of an episode (when made)")
+    p.add_argument("--share", type=float, default=0.5, help="share of each batch from the pairs")
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--no-previous", action="store_true", help="the control: the image alone, the same batches")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args()
+    if not 0.0 <= args.share <= 1.0:
+        p.error("--share must be in [0, 1]")
+    if args.out.exists():
+        p.error(f"--out {args.out} exists: choose a new folder")
+    if args.pairs.exists():
+        with np.load(args.pairs) as f:
+            pairs = {k: f[k] for k in ("rgb", "previous", "mask")}
+    else:
+        pairs = record_pairs(args.episodes, args.every, args.workers)
+        args.pairs.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(args.pairs, **pairs)
+    n_pairs = round(args.share * BATCH)
+    n_comp = BATCH - n_pairs
+    print(f"two_frame: {len(pairs['rgb'])} frame pairs ({pairs['mask'].any((1, 2)).mean():.0%} show the sphere), "
+          f"{n_pairs} of each batch of {BATCH}; {'the image alone (control)' if args.no_previous else 'previous frame read'}",
+          flush=True)
+
+    shipped = default_checkpoint_path()
+    init = read_checkpoint(shipped)
+    data = recipe_of(shipped)
+    cfg = SegmenterTrainConfig(steps=args.steps, lr=args.lr, seed=args.seed, init_checkpoint=str(shipped), data=data)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    model = Segmenter.from_checkpoint(init, "cpu", shipped).model
+    if not args.no_previous:
+        init = {**init, "arch_kwargs": {**init["arch_kwargs"], "previous": True}}
+        wide = UNet(**init["arch_kwargs"])
+        load_widened(wide, model.state_dict())
+        model = wide
+    photos = load_backgrounds("train")
+    comps = CompositeDataset(env_config=env_config_for(64), data=data, backgrounds=photos, stream="train",
+                             seed=args.seed, length=args.steps * max(1, n_comp))
+    loader = iter(DataLoader(comps, batch_size=max(1, n_comp), num_workers=1, multiprocessing_context="spawn",
+                             worker_init_fn=dataloader_worker_init)) if n_comp else None
+    augment = Augmenter(data.augment)
+    rng = np.random.default_rng(args.seed)
+    args.out.mkdir(parents=True)
+    t0 = time.perf_counter()
+
+    def next_batch(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        xs, ys = [], []
+        if loader is not None:
+            x, y = next(loader)
+            xs.append(x if args.no_previous else torch.cat([x, x], dim=1))
+            ys.append(y)
+        if n_pairs:
+            now, before, truth = [], [], []
+            for i in rng.integers(len(pairs["rgb"]), size=n_pairs):
+                seed = int(rng.integers(2**31))
+                a, m = augment(pairs["rgb"][i], pairs["mask"][i], seed=seed)
+                b, _ = augment(pairs["previous"][i], pairs["mask"][i], seed=seed)
+                noise = rng.normal(0.0, rng.uniform(*PREVIOUS_NOISE_STD), size=b.shape)
+                now.append(a)
+                before.append(np.clip(b + noise, 0, 255).astype(np.uint8))
+                truth.append(m)
+            x = to_input_tensor(np.stack(now))
+            xs.append(x if args.no_previous else torch.cat([x, to_input_tensor(np.stack(before))], dim=1))
+            ys.append(torch.from_numpy(np.stack(truth)[:, None].astype(np.float32)))
+        return torch.cat(xs), torch.cat(ys)
+
+    history = fine_tune(model, next_batch, cfg, desc="two-frame fine-tune" if not args.no_previous else "control")
+    config = {**init["config"], "two_frame": {"pairs": str(args.pairs), "frames": len(pairs["rgb"]),
+                                              "share": args.share, "previous": not args.no_previous,
+                                              "steps": args.steps, "lr": args.lr, "seed": args.seed,
+                                              "command": " ".join(sys.argv)}}
+    write_run(args.out, model, init, config, args.steps, history)
+    print(f"two_frame: wrote {args.out / 'model.pt'} in {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
