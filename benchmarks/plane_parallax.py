@@ -17,7 +17,8 @@ or more from the sphere) and whether it beats every pixel of it; and where the c
 away from the sphere (a lure), whether the lure's highest residual beats that percentile. By TCP height and by
 whether the controller's mask found the sphere in that frame. ``--picture``: missed spheres' frames (16, two an episode at most), the warped
 previous frame and the residual (x4; dark red: pixels left out), the sphere's outline in blue. Writes ``runs/benchmarks/plane_parallax.json``
-(``--save``: ``benchmarks/results/``).
+(``--save``: ``benchmarks/results/``). ``--compare A,B``: segmenters measured per frame on the recorded frames
+(:func:`compare_segmenters`).
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ from validation import UNSEEN_TABLE, VALIDATION_BASE, validation_condition
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.control.wrist_geometry import TCP_INDEX, WristView, table_warp
+from grasp_s2r.control.wrist_geometry import TCP_INDEX, PreviousFrame, WristView, table_warp
 from grasp_s2r.drawing import image_grid, write_png
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
+from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 
 HEIGHT_BINS_M = (0.0, 0.05, 0.10, 0.15, 0.20, 0.30)
 _RING = np.ones((3, 3), np.uint8)
@@ -112,6 +114,41 @@ def summarize(rows: list[dict], lags: tuple[int, ...]) -> list[dict]:
     return out
 
 
+def compare_segmenters(recs, checkpoints: list[str], camera) -> list[dict]:
+    """Per frame, on the recorded episodes' frames whose sphere covers 3 px or more: each segmenter's masks (a
+    segmenter that reads the previous frame given it, warped by ``PreviousFrame`` as the runtime does): the share of
+    frames whose sphere it finds and of all frames with a false blob (3 px or more, 3 px or more from the sphere),
+    by TCP height; and of the frames the controller's mask missed, the share it finds."""
+    frames = []
+    for r in recs:
+        a = r.arrays
+        warper = PreviousFrame(camera)
+        prev = np.stack([warper.warped(f, p) for f, p in zip(a["rgb"], a["proprio"])])
+        frames.append((np.asarray(a["rgb"]), prev, np.asarray(a["sphere_mask"], bool),
+                       np.asarray(a["input_mask"], bool), np.asarray(a["proprio"])[:, TCP_INDEX[2]]))
+    rgb, prev, gt, seen, height = (np.concatenate([f[k] for f in frames]) for k in range(5))
+    sphere = gt.sum((1, 2)) >= 3
+    missed = sphere & ~(seen & gt).any((1, 2))
+    far = np.stack([~_dilate(m, 3) for m in gt])
+    out = []
+    for ckpt in checkpoints:
+        seg = Segmenter.load(ckpt, "cpu") if ckpt != "shipped" else Segmenter.load(default_checkpoint_path(), "cpu")
+        pred = np.concatenate([seg.predict(rgb[i:i + 256], prev[i:i + 256] if seg.reads_previous else None)
+                               for i in range(0, len(rgb), 256)])
+        found = (pred & gt).any((1, 2))
+        blob = (pred & far).sum((1, 2)) >= 3
+        for lo, hi in itertools.pairwise(HEIGHT_BINS_M):
+            at = (height >= lo) & (height < hi)
+            if not (at & sphere).any():
+                continue
+            out.append({"segmenter": ckpt, "reads_previous": seg.reads_previous,
+                        "height_cm": f"{lo * 100:.0f}-{hi * 100:.0f}", "frames": int((at & sphere).sum()),
+                        "found": float(found[at & sphere].mean()), "false_blob": float(blob[at].mean()),
+                        "missed_frames": int((at & missed).sum()),
+                        "found_of_missed": float(found[at & missed].mean()) if (at & missed).any() else None})
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--photos", required=True, help="a folder of validation photos, the table")
@@ -120,6 +157,8 @@ def main() -> int:
     p.add_argument("--lags", default="1,2", help="comma-separated: how many steps back the warped frame is")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--picture", default="", help="write a PNG of up to 16 missed spheres' frames")
+    p.add_argument("--compare", default="", help="comma-separated segmenter checkpoints ('shipped' for the shipped "
+                                                 "one) measured per frame on the recorded frames")
     add_json_argument(p, "plane_parallax")
     args = p.parse_args()
     lags = tuple(int(x) for x in args.lags.split(","))
@@ -149,9 +188,17 @@ def main() -> int:
               f"{t['camera_move_cm']:.1f}")
     if args.picture and tiles:
         print(f"picture: {write_png(image_grid(tiles, columns=6, scale=3), args.picture)}")
+    compared = compare_segmenters(recs, args.compare.split(","), env_cfg.camera) if args.compare else []
+    if compared:
+        print("segmenter  TCP cm  frames  found  false blob  (of the frames the controller's mask missed: found)")
+        for c in compared:
+            of_missed = "-" if c["found_of_missed"] is None else f"{c['found_of_missed']:.2f}"
+            print(f"{c['segmenter']}  {c['height_cm']:>6s}  {c['frames']:5d}  {c['found']:.3f}  {c['false_blob']:.3f}"
+                  f"  ({c['missed_frames']}: {of_missed})")
     success = sum(r.success for r in recs)
     write_results(args.json, "plane_parallax", {"episodes": len(recs), "successes": success, "photos": args.photos,
-                                                "condition": UNSEEN_TABLE, "rows": table}, args, save=args.save)
+                                                "condition": UNSEEN_TABLE, "rows": table, "compared": compared},
+                  args, save=args.save)
     return 0
 
 

@@ -1,10 +1,10 @@
 """Does a segmenter that reads the previous frame, warped onto the image through the table plane, find the spheres
 the colours hide? Fine-tune the shipped segmenter with the warped previous frame as three more input channels
-(``UNet(previous=True)``; their weights start at zero, so training starts from the shipped function), or without
-them (the control: the same batches, the image alone).
+(``UNet(previous=...)``: the warped frame itself, or the image less it; their weights start at zero, so training
+starts from the shipped function), or without them (the control: the same batches, the image alone).
 
     python benchmarks/two_frame.py --out RUN --pairs PAIRS.npz [--episodes 600] [--share 0.5] [--steps 3000]
-        [--lr 3e-4] [--every 2] [--no-previous] [--seed 1]
+        [--lr 3e-4] [--every 2] [--previous-as difference|frame] [--hard-share 0] [--no-previous] [--seed 1]
 
 The frame pairs come from the shipped system's own episodes on the training tables (``--pairs``: made once,
 then read by every run): ``table-photo-train`` (the embedded training photos as the table), ``sim-render`` and
@@ -13,7 +13,8 @@ then read by every run): ``table-photo-train`` (the embedded training photos as 
 ``control.wrist_geometry.PreviousFrame`` and its true sphere mask. ``--share`` of each batch of 32 are such pairs,
 both images through the same draw of the recipe's augmentation (the previous one with its own sensor noise
 besides); the rest are the recipe's composites, for which the previous frame is the image itself (nothing to
-read: as at an episode's first frame). Schedule and loss are ``train-vision``'s. Writes ``RUN/model.pt`` and
+read: as at an episode's first frame). ``--hard-share H``: a share H of the pairs drawn from those whose sphere the
+shipped system's mask missed. Schedule and loss are ``train-vision``'s. Writes ``RUN/model.pt`` and
 ``RUN/curve.csv``; measure with ``eval-vision`` and ``segmenter_recipe.py`` (the runtime hands a segmenter that
 reads it the previous frame). Never the held-out photos, the validation photos or a reserved package.
 """
@@ -43,7 +44,7 @@ from grasp_s2r.sim.config import control_env_config
 from grasp_s2r.vision.images.augment import Augmenter
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for
-from grasp_s2r.vision.networks.model import UNet, to_input_tensor
+from grasp_s2r.vision.networks.model import PREVIOUS_INPUTS, UNet, to_input_tensor, two_frame_input
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path, read_checkpoint
 from grasp_s2r.vision.networks.widen import load_widened
 from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, recipe_of
@@ -66,7 +67,7 @@ def record_pairs(episodes: int, every: int, workers: int) -> dict[str, np.ndarra
     requests = [EpisodeRequest(seed=PAIR_SEED_BASE + i,
                                condition=TRAIN_PHOTO_CONDITIONS[PAIR_CONDITIONS[i % len(PAIR_CONDITIONS)]])
                 for i in range(episodes)]
-    rgb, previous, mask = [], [], []
+    rgb, previous, mask, missed = [], [], [], []
 
     def keep(rec) -> None:
         frames, proprio = np.asarray(rec.arrays["rgb"]), np.asarray(rec.arrays["proprio"])
@@ -74,12 +75,15 @@ def record_pairs(episodes: int, every: int, workers: int) -> dict[str, np.ndarra
         warped = np.stack([warper.warped(f, p) for f, p in zip(frames, proprio)])
         rgb.append(frames[1::every])
         previous.append(warped[1::every])
-        mask.append(np.asarray(rec.arrays["sphere_mask"], bool)[1::every])
+        gt, seen = np.asarray(rec.arrays["sphere_mask"], bool), np.asarray(rec.arrays["input_mask"], bool)
+        mask.append(gt[1::every])
+        missed.append(((gt.sum((1, 2)) >= 3) & ~(gt & seen).any((1, 2)))[1::every])
 
     with RolloutPool(env_cfg, workers) as pool:
         pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc="pair episodes",
                  parallax=SHIPPED_PARALLAX, on_episode=keep)
-    return {"rgb": np.concatenate(rgb), "previous": np.concatenate(previous), "mask": np.concatenate(mask)}
+    return {"rgb": np.concatenate(rgb), "previous": np.concatenate(previous), "mask": np.concatenate(mask),
+            "missed": np.concatenate(missed)}
 
 
 def main() -> int:
@@ -92,23 +96,31 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--no-previous", action="store_true", help="the control: the image alone, the same batches")
+    p.add_argument("--previous-as", default="difference", choices=PREVIOUS_INPUTS[1:],
+                   help="what the extra channels hold: the warped previous frame or the image less it")
+    p.add_argument("--hard-share", type=float, default=0.0,
+                   help="share of the pairs drawn from those whose sphere the shipped system's mask missed")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
-    if not 0.0 <= args.share <= 1.0:
-        p.error("--share must be in [0, 1]")
+    if not (0.0 <= args.share <= 1.0 and 0.0 <= args.hard_share <= 1.0):
+        p.error("--share and --hard-share must be in [0, 1]")
     if args.out.exists():
         p.error(f"--out {args.out} exists: choose a new folder")
     if args.pairs.exists():
         with np.load(args.pairs) as f:
-            pairs = {k: f[k] for k in ("rgb", "previous", "mask")}
+            pairs = {k: f[k] for k in f.files}
     else:
         pairs = record_pairs(args.episodes, args.every, args.workers)
         args.pairs.parent.mkdir(parents=True, exist_ok=True)
         np.savez(args.pairs, **pairs)
     n_pairs = round(args.share * BATCH)
     n_comp = BATCH - n_pairs
-    print(f"two_frame: {len(pairs['rgb'])} frame pairs ({pairs['mask'].any((1, 2)).mean():.0%} show the sphere), "
+    hard = np.flatnonzero(pairs["missed"]) if args.hard_share > 0 else np.zeros(0, int)
+    if args.hard_share > 0 and not len(hard):
+        raise SystemExit("two_frame: no pair's sphere was missed: no --hard-share")
+    print(f"two_frame: {len(pairs['rgb'])} frame pairs ({pairs['mask'].any((1, 2)).mean():.0%} show the sphere, "
+          f"{int(pairs.get('missed', np.zeros(0)).sum())} missed by the shipped system), "
           f"{n_pairs} of each batch of {BATCH}; {'the image alone (control)' if args.no_previous else 'previous frame read'}",
           flush=True)
 
@@ -120,7 +132,7 @@ def main() -> int:
     torch.set_num_threads(1)
     model = Segmenter.from_checkpoint(init, "cpu", shipped).model
     if not args.no_previous:
-        init = {**init, "arch_kwargs": {**init["arch_kwargs"], "previous": True}}
+        init = {**init, "arch_kwargs": {**init["arch_kwargs"], "previous": args.previous_as}}
         wide = UNet(**init["arch_kwargs"])
         load_widened(wide, model.state_dict())
         model = wide
@@ -138,11 +150,15 @@ def main() -> int:
         xs, ys = [], []
         if loader is not None:
             x, y = next(loader)
-            xs.append(x if args.no_previous else torch.cat([x, x], dim=1))
+            xs.append(x if args.no_previous else two_frame_input(x, x, args.previous_as))
             ys.append(y)
         if n_pairs:
             now, before, truth = [], [], []
-            for i in rng.integers(len(pairs["rgb"]), size=n_pairs):
+            pick = rng.integers(len(pairs["rgb"]), size=n_pairs)
+            if len(hard):  # (its own draws: without --hard-share the pairs drawn stay the same)
+                from_hard = rng.random(n_pairs) < args.hard_share
+                pick[from_hard] = hard[rng.integers(len(hard), size=int(from_hard.sum()))]
+            for i in pick:
                 seed = int(rng.integers(2**31))
                 a, m = augment(pairs["rgb"][i], pairs["mask"][i], seed=seed)
                 b, _ = augment(pairs["previous"][i], pairs["mask"][i], seed=seed)
@@ -151,13 +167,14 @@ def main() -> int:
                 before.append(np.clip(b + noise, 0, 255).astype(np.uint8))
                 truth.append(m)
             x = to_input_tensor(np.stack(now))
-            xs.append(x if args.no_previous else torch.cat([x, to_input_tensor(np.stack(before))], dim=1))
+            xs.append(x if args.no_previous else two_frame_input(x, to_input_tensor(np.stack(before)), args.previous_as))
             ys.append(torch.from_numpy(np.stack(truth)[:, None].astype(np.float32)))
         return torch.cat(xs), torch.cat(ys)
 
     history = fine_tune(model, next_batch, cfg, desc="two-frame fine-tune" if not args.no_previous else "control")
     config = {**init["config"], "two_frame": {"pairs": str(args.pairs), "frames": len(pairs["rgb"]),
-                                              "share": args.share, "previous": not args.no_previous,
+                                              "share": args.share, "hard_share": args.hard_share,
+                                              "previous": "" if args.no_previous else args.previous_as,
                                               "steps": args.steps, "lr": args.lr, "seed": args.seed,
                                               "command": " ".join(sys.argv)}}
     write_run(args.out, model, init, config, args.steps, history)

@@ -15,14 +15,14 @@ from grasp_s2r.runtime.masks import PredictedMasks
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import CameraConfig, control_env_config
-from grasp_s2r.vision.networks.model import UNet
+from grasp_s2r.vision.networks.model import UNet, two_frame_input
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path, read_checkpoint
 from grasp_s2r.vision.networks.widen import load_widened
 
 
-def _two_frame(shipped: dict) -> Segmenter:
+def _two_frame(shipped: dict, previous: str = "frame") -> Segmenter:
     """The shipped segmenter widened to read the previous frame (its weights for it zero: the same function)."""
-    kwargs = {**shipped["arch_kwargs"], "previous": True}
+    kwargs = {**shipped["arch_kwargs"], "previous": previous}
     plain = Segmenter.from_checkpoint(shipped, "cpu").model
     wide = UNet(**kwargs)
     load_widened(wide, plain.state_dict())
@@ -36,11 +36,24 @@ def shipped() -> dict:
 
 def test_unet_reads_six_channels_and_refuses_both_extras():
     net = UNet(width=4, depth=2, previous=True).eval()
+    assert net.previous == "frame" and UNet(width=4, depth=2).previous == ""
     assert net(torch.zeros(2, 6, 32, 32)).shape == (2, 1, 32, 32)
     with pytest.raises(RuntimeError):
         net(torch.zeros(2, 3, 32, 32))
     with pytest.raises(ValueError, match="not both"):
         UNet(previous=True, anomaly=1)
+    with pytest.raises(ValueError, match="previous must be"):
+        UNet(previous="motion")
+
+
+def test_two_frame_input_is_the_frame_or_the_difference():
+    now, before = torch.rand(2, 3, 8, 8), torch.rand(2, 3, 8, 8)
+    torch.testing.assert_close(two_frame_input(now, before, "frame"), torch.cat([now, before], 1))
+    diff = two_frame_input(now, now, "difference")
+    torch.testing.assert_close(diff[:, :3], now)
+    assert diff[:, 3:].abs().max() == 0  # lined up: nothing to read
+    with pytest.raises(ValueError):
+        two_frame_input(now, before, "")
 
 
 def test_widened_segmenter_starts_as_the_plain_one_whatever_the_previous_frame(shipped):
@@ -87,7 +100,7 @@ def test_rollouts_hand_a_two_frame_segmenter_the_warped_frames(shipped):
     policy = Policy.load(default_controller_path(), "cpu")[0]
     runs = []
     with RolloutPool(control_env_config(), 1) as pool:
-        for seg in (Segmenter.from_checkpoint(shipped, "cpu"), _two_frame(shipped)):
+        for seg in (Segmenter.from_checkpoint(shipped, "cpu"), _two_frame(shipped, "difference")):
             recs = pool.run(requests, policy, PredictedMasks(seg), record=lambda i: True)
             runs.append([(r.success, np.asarray(r.arrays["input_mask"])) for r in recs])
     for (ok_a, masks_a), (ok_b, masks_b) in zip(*runs):

@@ -38,22 +38,37 @@ def _conv_block(c_in: int, c_out: int) -> nn.Sequential:
     )
 
 
+PREVIOUS_INPUTS = ("", "frame", "difference")
+"""What a U-Net's ``previous`` may be: no previous frame, the warped previous frame, or the image less it."""
+
+
+def two_frame_input(now: torch.Tensor, before: torch.Tensor, previous: str) -> torch.Tensor:
+    """The 6-channel input of a U-Net reading the previous frame: normalized images (N, 3, H, W) of now and of the
+    previous frame warped onto it -> ``cat(now, before)`` (``"frame"``) or ``cat(now, now - before)``
+    (``"difference"``: zero wherever the two line up, as the table does)."""
+    if previous not in PREVIOUS_INPUTS[1:]:
+        raise ValueError(f"previous must be one of {PREVIOUS_INPUTS[1:]}, got {previous!r}")
+    return torch.cat([now, before if previous == "frame" else now - before], dim=1)
+
+
 class UNet(nn.Module):
     """Compact U-Net: ``depth`` 2x poolings, ``width`` channels at full resolution, doubling per level.
 
     ``anomaly`` k > 0: the first k colour-anomaly maps of each image (:func:`~grasp_s2r.vision.networks.anomaly.
     local_anomaly`, no weights) are read beside its colours.
 
-    ``previous``: the input holds 6 channels, the image and the previous frame warped onto it through the table
-    plane (``control.wrist_geometry.PreviousFrame``): what stands above the table, the sphere, differs between the
-    two by its parallax, whatever its colour.
+    ``previous`` ``"frame"`` or ``"difference"``: the input holds 6 channels, the image and, from the previous frame
+    warped onto it through the table plane (``control.wrist_geometry.PreviousFrame``), that frame or the image less
+    it (:func:`two_frame_input`): what stands above the table, the sphere, differs between the two by its parallax,
+    whatever its colour.
 
     ``unshuffle`` s > 1: the image's s x s pixel blocks are stacked as channels first (``pixel_unshuffle``: 3 s^2
     channels at 1/s of the side, nothing lost) and the head predicts s^2 logits a block, put back in place
     (``pixel_shuffle``): the network sees every camera pixel at about the multiply-adds of one at 1/s the side.
     """
 
-    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0, previous: bool = False):
+    def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0,
+                 previous: str | bool = ""):
         super().__init__()
         if unshuffle < 1:
             raise ValueError(f"unshuffle must be >= 1, got {unshuffle}")
@@ -62,13 +77,16 @@ class UNet(nn.Module):
         self.unshuffle = int(unshuffle)
         self.anomaly = int(anomaly)
         """Colour-anomaly maps read beside the colours (``vision/networks/anomaly.py``); 0: the colours only."""
+        previous = {True: "frame", False: ""}.get(previous, previous)
+        if previous not in PREVIOUS_INPUTS:
+            raise ValueError(f"previous must be one of {PREVIOUS_INPUTS}, got {previous!r}")
         if previous and anomaly:
             raise ValueError("a U-Net reads the previous frame or colour-anomaly maps, not both")
-        self.previous = bool(previous)
-        """Whether the input's channels 3-5 are the previous frame warped onto this one (6 input channels)."""
+        self.previous = previous
+        """What the input's channels 3-5 hold (:func:`two_frame_input`); "": there are none."""
         s2 = self.unshuffle**2
         chans = [width * 2**i for i in range(depth + 1)]
-        self.down = nn.ModuleList([_conv_block((3 + self.anomaly + 3 * self.previous) * s2, chans[0])])
+        self.down = nn.ModuleList([_conv_block((3 + self.anomaly + 3 * bool(self.previous)) * s2, chans[0])])
         self.down.extend(_conv_block(chans[i], chans[i + 1]) for i in range(depth))
         self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
         self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i]) for i in reversed(range(depth)))

@@ -38,7 +38,7 @@ from torch.nn import functional as F
 
 from grasp_s2r.devices import default_device
 from grasp_s2r.files import atomic_write, file_sha256, torch_load_problem
-from grasp_s2r.vision.networks.model import build_model, to_input_tensor
+from grasp_s2r.vision.networks.model import build_model, to_input_tensor, two_frame_input
 
 FORMAT_NAME = "grasp_s2r.segmenter"
 FORMAT_VERSION = 1
@@ -220,7 +220,7 @@ class Segmenter:
 
     @property
     def reads_previous(self) -> bool:
-        """Whether the network reads the previous frame warped onto the image beside it (``UNet(previous=True)``):
+        """Whether the network reads the previous frame warped onto the image beside it (``UNet(previous=...)``):
         :meth:`predict` then takes ``previous``."""
         return bool(getattr(self.model, "previous", False))
 
@@ -246,7 +246,7 @@ class Segmenter:
             before = rgb if previous is None else self._input(previous, "previous frames: ")
             if before.shape != rgb.shape:
                 raise ValueError(f"previous frames {before.shape} do not match the images {rgb.shape}")
-            x = torch.cat([x, to_input_tensor(before)], dim=1)
+            x = two_frame_input(x, to_input_tensor(before), self.model.previous)
         x = x.to(self.device, non_blocking=True)
         logits = net(x)
         if hw != self.input_hw:
