@@ -26,15 +26,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 import torch
-from finetune_loop import fine_tune, write_run
-from torch.utils.data import DataLoader
+from finetune_loop import composite_batches, draw_items, fine_tune, write_run
 from tqdm import tqdm
 
 from grasp_s2r.data.episodes import EpisodeDataset
-from grasp_s2r.interrupts import dataloader_worker_init
 from grasp_s2r.vision.images.augment import Augmenter
-from grasp_s2r.vision.images.backgrounds import load_backgrounds
-from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for
 from grasp_s2r.vision.networks.model import to_input_tensor
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path, read_checkpoint
 from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, recipe_of
@@ -103,11 +99,7 @@ def main() -> int:
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     model = Segmenter.from_checkpoint(init, "cpu", shipped).model  # the weights to train, apart from wrong_frames'
-    photos = load_backgrounds("train")
-    comps = CompositeDataset(env_config=env_config_for(64), data=data, backgrounds=photos, stream="train",
-                             seed=args.seed, length=args.steps * max(1, n_comp))
-    loader = iter(DataLoader(comps, batch_size=max(1, n_comp), num_workers=1, multiprocessing_context="spawn",
-                             worker_init_fn=dataloader_worker_init)) if n_comp else None
+    loader = composite_batches(data, args.seed, args.steps, n_comp)
     augment = Augmenter(data.augment)
     rng = np.random.default_rng(args.seed)
     args.out.mkdir(parents=True)
@@ -120,10 +112,7 @@ def main() -> int:
             xs.append(x)
             ys.append(y)
         if n_frames:
-            pick = rng.integers(len(frames_rgb), size=n_frames)
-            if len(hard):  # (its own draws: without --hard-share the frames drawn stay the same)
-                from_hard = rng.random(n_frames) < args.hard_share
-                pick[from_hard] = hard[rng.integers(len(hard), size=int(from_hard.sum()))]
+            pick = draw_items(rng, len(frames_rgb), n_frames, hard, args.hard_share)
             aug = [augment(frames_rgb[i], frames_mask[i], seed=int(rng.integers(2**31))) for i in pick]
             xs.append(to_input_tensor(np.stack([a[0] for a in aug])))
             ys.append(torch.from_numpy(np.stack([a[1] for a in aug])[:, None].astype(np.float32)))

@@ -28,22 +28,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from finetune_loop import fine_tune, write_run
-from torch.utils.data import DataLoader
+from finetune_loop import composite_batches, draw_items, fine_tune, write_run
 from validation import TRAIN_PHOTO_CONDITIONS
 
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.control.wrist_geometry import PreviousFrame
-from grasp_s2r.interrupts import dataloader_worker_init
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
 from grasp_s2r.vision.images.augment import Augmenter
-from grasp_s2r.vision.images.backgrounds import load_backgrounds
-from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for
 from grasp_s2r.vision.networks.model import PREVIOUS_INPUTS, UNet, to_input_tensor, two_frame_input
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path, read_checkpoint
 from grasp_s2r.vision.networks.widen import load_widened
@@ -136,11 +132,7 @@ def main() -> int:
         wide = UNet(**init["arch_kwargs"])
         load_widened(wide, model.state_dict())
         model = wide
-    photos = load_backgrounds("train")
-    comps = CompositeDataset(env_config=env_config_for(64), data=data, backgrounds=photos, stream="train",
-                             seed=args.seed, length=args.steps * max(1, n_comp))
-    loader = iter(DataLoader(comps, batch_size=max(1, n_comp), num_workers=1, multiprocessing_context="spawn",
-                             worker_init_fn=dataloader_worker_init)) if n_comp else None
+    loader = composite_batches(data, args.seed, args.steps, n_comp)
     augment = Augmenter(data.augment)
     rng = np.random.default_rng(args.seed)
     args.out.mkdir(parents=True)
@@ -154,11 +146,7 @@ def main() -> int:
             ys.append(y)
         if n_pairs:
             now, before, truth = [], [], []
-            pick = rng.integers(len(pairs["rgb"]), size=n_pairs)
-            if len(hard):  # (its own draws: without --hard-share the pairs drawn stay the same)
-                from_hard = rng.random(n_pairs) < args.hard_share
-                pick[from_hard] = hard[rng.integers(len(hard), size=int(from_hard.sum()))]
-            for i in pick:
+            for i in draw_items(rng, len(pairs["rgb"]), n_pairs, hard, args.hard_share):
                 seed = int(rng.integers(2**31))
                 a, m = augment(pairs["rgb"][i], pairs["mask"][i], seed=seed)
                 b, _ = augment(pairs["previous"][i], pairs["mask"][i], seed=seed)
