@@ -170,6 +170,15 @@ def read_checkpoint(path: Path | str) -> dict[str, Any]:
     return ckpt
 
 
+def _as_batch(rgb_uint8: np.ndarray, previous: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, bool]:
+    """One image (H, W, 3) or a batch (N, H, W, 3), and its previous frames likewise shaped (or None) -> the batch,
+    its previous frames as a batch, and whether one image was given."""
+    rgb = np.asarray(rgb_uint8)
+    single = rgb.ndim == 3
+    before = None if previous is None else (np.asarray(previous)[None] if single else previous)
+    return (rgb[None] if single else rgb), before, single
+
+
 class Segmenter:
     """RGB -> sphere mask with a trained network; one batched forward pass per call on ``self.device``."""
 
@@ -263,10 +272,8 @@ class Segmenter:
 
     def predict(self, rgb_uint8: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
         """uint8 (N, H, W, 3) -> bool (N, H, W), or (H, W, 3) -> (H, W); ``previous`` likewise shaped."""
-        rgb = np.asarray(rgb_uint8)
-        single = rgb.ndim == 3
-        before = None if previous is None else (np.asarray(previous)[None] if single else previous)
-        mask = self.predict_proba(rgb[None] if single else rgb, before) > self.threshold
+        rgb, before, single = _as_batch(rgb_uint8, previous)
+        mask = self.predict_proba(rgb, before) > self.threshold
         return mask[0] if single else mask
 
     @property
@@ -289,8 +296,6 @@ class Segmenter:
 
     def predict_gripper(self, rgb_uint8: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
         """uint8 (N, H, W, 3) -> the gripper fingers' mask bool (N, H, W), or (H, W, 3) -> (H, W)."""
-        rgb = np.asarray(rgb_uint8)
-        single = rgb.ndim == 3
-        before = None if previous is None else (np.asarray(previous)[None] if single else previous)
-        mask = self.predict_gripper_proba(rgb[None] if single else rgb, before) > self.gripper_threshold
+        rgb, before, single = _as_batch(rgb_uint8, previous)
+        mask = self.predict_gripper_proba(rgb, before) > self.gripper_threshold
         return mask[0] if single else mask
