@@ -4,7 +4,8 @@ the colours hide? Fine-tune the shipped segmenter with the warped previous frame
 starts from the shipped function), or without them (the control: the same batches, the image alone).
 
     python benchmarks/two_frame.py --out RUN --pairs PAIRS.npz [--episodes 600] [--share 0.5] [--steps 3000]
-        [--lr 3e-4] [--every 2] [--previous-as difference|frame] [--hard-share 0] [--no-previous] [--seed 1]
+        [--lr 3e-4] [--every 2] [--previous-as difference|frame] [--hard-share 0] [--colour-dropout 0]
+        [--no-previous] [--seed 1]
 
 The frame pairs come from the shipped system's own episodes on the training tables (``--pairs``: made once,
 then read by every run): ``table-photo-train`` (the embedded training photos as the table), ``sim-render`` and
@@ -14,7 +15,10 @@ then read by every run): ``table-photo-train`` (the embedded training photos as 
 both images through the same draw of the recipe's augmentation (the previous one with its own sensor noise
 besides); the rest are the recipe's composites, for which the previous frame is the image itself (nothing to
 read: as at an episode's first frame). ``--hard-share H``: a share H of the pairs drawn from those whose sphere the
-shipped system's mask missed. Schedule and loss are ``train-vision``'s. Writes ``RUN/model.pt`` and
+shipped system's mask missed. ``--colour-dropout P`` (with ``--previous-as difference``): in a share P of the
+pairs the image's own channels are blanked (the normalized mean, zero), so that only the image less the warped
+previous frame is left to find the sphere by: a pair in which the colours cannot answer (modality dropout; never
+at run time). Schedule and loss are ``train-vision``'s. Writes ``RUN/model.pt`` and
 ``RUN/curve.csv``; measure with ``eval-vision`` and ``segmenter_recipe.py`` (the runtime hands a segmenter that
 reads it the previous frame). Never the held-out photos, the validation photos or a reserved package.
 """
@@ -96,11 +100,15 @@ def main() -> int:
                    help="what the extra channels hold: the warped previous frame or the image less it")
     p.add_argument("--hard-share", type=float, default=0.0,
                    help="share of the pairs drawn from those whose sphere the shipped system's mask missed")
+    p.add_argument("--colour-dropout", type=float, default=0.0,
+                   help="share of the pairs whose image channels are blanked, the difference alone left")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
-    if not (0.0 <= args.share <= 1.0 and 0.0 <= args.hard_share <= 1.0):
-        p.error("--share and --hard-share must be in [0, 1]")
+    if not all(0.0 <= v <= 1.0 for v in (args.share, args.hard_share, args.colour_dropout)):
+        p.error("--share, --hard-share and --colour-dropout must be in [0, 1]")
+    if args.colour_dropout and (args.no_previous or args.previous_as != "difference"):
+        p.error("--colour-dropout needs --previous-as difference (with the frame itself it would leave no image)")
     if args.out.exists():
         p.error(f"--out {args.out} exists: choose a new folder")
     if args.pairs.exists():
@@ -155,13 +163,18 @@ def main() -> int:
                 before.append(np.clip(b + noise, 0, 255).astype(np.uint8))
                 truth.append(m)
             x = to_input_tensor(np.stack(now))
-            xs.append(x if args.no_previous else two_frame_input(x, to_input_tensor(np.stack(before)), args.previous_as))
+            if not args.no_previous:
+                x = two_frame_input(x, to_input_tensor(np.stack(before)), args.previous_as)
+                if args.colour_dropout:  # (no draw without it: the earlier runs' batches stay as they were)
+                    x[:, :3][torch.from_numpy(rng.random(n_pairs) < args.colour_dropout)] = 0.0
+            xs.append(x)
             ys.append(torch.from_numpy(np.stack(truth)[:, None].astype(np.float32)))
         return torch.cat(xs), torch.cat(ys)
 
     history = fine_tune(model, next_batch, cfg, desc="two-frame fine-tune" if not args.no_previous else "control")
     config = {**init["config"], "two_frame": {"pairs": str(args.pairs), "frames": len(pairs["rgb"]),
                                               "share": args.share, "hard_share": args.hard_share,
+                                              "colour_dropout": args.colour_dropout,
                                               "previous": "" if args.no_previous else args.previous_as,
                                               "steps": args.steps, "lr": args.lr, "seed": args.seed,
                                               "command": " ".join(sys.argv)}}
