@@ -1,6 +1,7 @@
 """Does the table plane's parallax show the spheres the segmenter misses?
 
-    python benchmarks/plane_parallax.py --photos VAL-PHOTOS [--episodes 150] [--vision CKPT] [--picture PNG] [--save]
+    python benchmarks/plane_parallax.py --photos VAL-PHOTOS [--episodes 150] [--vision CKPT] [--lags 1,2]
+        [--blurs 0] [--picture PNG] [--save]
 
 The camera translates without turning, and the robot knows by kinematics where it was one step ago, so the previous
 frame can be warped onto the current one through the table plane (``control.wrist_geometry.table_warp``, from the
@@ -11,7 +12,10 @@ hide that, nor a texture full of blobs like it; a flat lure of the table lies on
 Runs the shipped system (its parallax filter too; or ``--vision``) on ``table-photo-unseen`` (``--photos`` as the
 table, the validation seeds), recording every step. For every frame whose sphere covers 3 px or more, and each of
 the ``--lags`` (1: the previous frame, 2: the one before), the residual ``max over RGB |now - warped then|``; pixels
-the gripper covers now or covered then (the recorded finger masks, dilated 1 px) are left out. Per frame: whether the
+the gripper covers now or covered then (the recorded finger masks, dilated 1 px) are left out. ``--blurs``: each
+residual also with both images low-passed first (a Gaussian of that sigma in px; the gripper's and the warp's edges
+then left out further by 2 sigma): does the table's own residual, its texture aliasing as the camera moves, fall
+faster than the sphere's? Per frame: whether the
 sphere's highest residual (its pixels and 1 px around them) beats the 99th percentile of the rest of the table (3 px
 or more from the sphere) and whether it beats every pixel of it; and where the controller's mask fires 3 px or more
 away from the sphere (a lure), whether the lure's highest residual beats that percentile. By TCP height and by
@@ -52,9 +56,14 @@ def _dilate(mask: np.ndarray, px: int) -> np.ndarray:
     return cv2.dilate(mask.astype(np.uint8), np.ones((2 * px + 1, 2 * px + 1), np.uint8)).astype(bool)
 
 
-def frame_rows(arrays: dict[str, np.ndarray], lags: tuple[int, ...], camera) -> tuple[list[dict], list[np.ndarray]]:
-    """One row per (frame with a sphere of 3 px or more, lag) of a recorded episode, and picture tiles of the frames
-    whose sphere the controller's mask missed (lag 1)."""
+def _low_pass(image: np.ndarray, sigma_px: float) -> np.ndarray:
+    return cv2.GaussianBlur(image, (0, 0), sigma_px) if sigma_px > 0 else image
+
+
+def frame_rows(arrays: dict[str, np.ndarray], lags: tuple[int, ...], camera,
+               blurs_px: tuple[float, ...] = (0.0,)) -> tuple[list[dict], list[np.ndarray]]:
+    """One row per (frame with a sphere of 3 px or more, lag, blur) of a recorded episode, and picture tiles of the
+    frames whose sphere the controller's mask missed (lag 1, no blur)."""
     rgb = np.asarray(arrays["rgb"], np.float32)
     gt, seen = np.asarray(arrays["sphere_mask"], bool), np.asarray(arrays["input_mask"], bool)
     grip, proprio = np.asarray(arrays["gripper_mask"], bool), np.asarray(arrays["proprio"])
@@ -68,21 +77,31 @@ def frame_rows(arrays: dict[str, np.ndarray], lags: tuple[int, ...], camera) -> 
         for lag in lags:
             warped, inside = table_warp(rgb[t - lag], views[t - lag], views[t])
             grip_then, _ = table_warp(grip[t - lag].astype(np.float32), views[t - lag], views[t])
-            usable = inside & ~_dilate(grip[t] | (grip_then > 0.01), 1)
-            residual = np.abs(rgb[t] - warped).max(-1)
-            on = _dilate(gt[t], 1) & usable
-            rest = usable & ~_dilate(gt[t], 3)
-            if not on.any() or rest.sum() < 200:
-                continue
-            sphere_max, others = float(residual[on].max()), residual[rest]
-            p99 = float(np.quantile(others, 0.99))
-            rows.append({"height_m": float(proprio[t, TCP_INDEX[2]]), "lag": lag, "found": found,
-                         "above_p99": sphere_max > p99, "top": sphere_max > float(others.max()),
-                         "sphere_max": sphere_max, "table_median": float(np.median(others)), "table_p99": p99,
-                         "lure": bool((lure & usable).sum() >= 3),
-                         "lure_above_p99": bool((lure & usable).sum() >= 3 and residual[lure & usable].max() > p99),
-                         "camera_move_m": float(np.linalg.norm(views[t].eye - views[t - lag].eye))})
-            if lag == 1 and not found:
+            grip_now_then = grip[t] | (grip_then > 0.01)
+            usable_sharp = inside & ~_dilate(grip_now_then, 1)
+            residual_sharp = np.abs(rgb[t] - warped).max(-1)
+            for blur in blurs_px:
+                usable, residual = usable_sharp, residual_sharp
+                if blur > 0:
+                    usable = ~_dilate(~inside | grip_now_then, 1 + int(np.ceil(2 * blur)))
+                    residual = np.abs(_low_pass(rgb[t], blur)
+                                      - _low_pass(np.where(inside[..., None], warped, rgb[t]), blur)).max(-1)
+                on = _dilate(gt[t], 1) & usable
+                rest = usable & ~_dilate(gt[t], 3)
+                if not on.any() or rest.sum() < 200:
+                    continue
+                sphere_max, others = float(residual[on].max()), residual[rest]
+                p99 = float(np.quantile(others, 0.99))
+                rows.append({"height_m": float(proprio[t, TCP_INDEX[2]]), "lag": lag, "blur_px": blur,
+                             "found": found, "above_p99": sphere_max > p99, "top": sphere_max > float(others.max()),
+                             "sphere_max": sphere_max, "table_median": float(np.median(others)), "table_p99": p99,
+                             "lure": bool((lure & usable).sum() >= 3),
+                             "lure_above_p99": bool((lure & usable).sum() >= 3
+                                                    and residual[lure & usable].max() > p99),
+                             "camera_move_m": float(np.linalg.norm(views[t].eye - views[t - lag].eye))})
+            usable, residual = usable_sharp, residual_sharp
+            shown = (_dilate(gt[t], 1) & usable).any() and (usable & ~_dilate(gt[t], 3)).sum() >= 200
+            if lag == 1 and not found and shown:
                 outline = _dilate(gt[t], 1) & ~gt[t]
                 now = rgb[t].copy()
                 now[outline] = (40, 80, 255)
@@ -93,16 +112,17 @@ def frame_rows(arrays: dict[str, np.ndarray], lags: tuple[int, ...], camera) -> 
     return rows, tiles
 
 
-def summarize(rows: list[dict], lags: tuple[int, ...]) -> list[dict]:
+def summarize(rows: list[dict], lags: tuple[int, ...], blurs_px: tuple[float, ...] = (0.0,)) -> list[dict]:
     out = []
-    for lag in lags:
+    for lag, blur in itertools.product(lags, blurs_px):
         for label, want in (("missed", False), ("found", True)):
             for lo, hi in itertools.pairwise(HEIGHT_BINS_M):
-                sel = [r for r in rows if r["lag"] == lag and r["found"] == want and lo <= r["height_m"] < hi]
+                sel = [r for r in rows if r["lag"] == lag and r["blur_px"] == blur and r["found"] == want
+                       and lo <= r["height_m"] < hi]
                 if not sel:
                     continue
                 lures = [r for r in sel if r["lure"]]
-                out.append({"lag": lag, "sphere": label, "height_cm": f"{lo * 100:.0f}-{hi * 100:.0f}",
+                out.append({"lag": lag, "blur_px": blur, "sphere": label, "height_cm": f"{lo * 100:.0f}-{hi * 100:.0f}",
                             "frames": len(sel), "above_p99": float(np.mean([r["above_p99"] for r in sel])),
                             "top": float(np.mean([r["top"] for r in sel])),
                             "sphere_max": float(np.median([r["sphere_max"] for r in sel])),
@@ -155,6 +175,8 @@ def main() -> int:
     p.add_argument("--episodes", type=int, default=150)
     p.add_argument("--vision", default="", help="segmenter checkpoint (default: the shipped one)")
     p.add_argument("--lags", default="1,2", help="comma-separated: how many steps back the warped frame is")
+    p.add_argument("--blurs", default="0", help="comma-separated Gaussian sigmas (px) both images are low-passed "
+                                                "by before the residual (0: none)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--picture", default="", help="write a PNG of up to 16 missed spheres' frames")
     p.add_argument("--compare", default="", help="comma-separated segmenter checkpoints ('shipped' for the shipped "
@@ -164,6 +186,12 @@ def main() -> int:
     lags = tuple(int(x) for x in args.lags.split(","))
     if not lags or min(lags) < 1:
         p.error("--lags must be positive integers")
+    try:
+        blurs = tuple(float(x) for x in args.blurs.split(","))
+    except ValueError:
+        p.error(f"--blurs must be comma-separated numbers, got {args.blurs!r}")
+    if min(blurs) < 0:
+        p.error("--blurs must be 0 or more")
     torch.set_num_threads(1)
     policy = Policy.load(Path(default_controller_path()), "cpu")[0]
     masks = make_mask_source("predicted", args.vision, "cpu")
@@ -175,15 +203,15 @@ def main() -> int:
                         parallax=SHIPPED_PARALLAX)
     rows, tiles = [], []
     for r in recs:
-        got, pics = frame_rows(r.arrays, lags, env_cfg.camera)
+        got, pics = frame_rows(r.arrays, lags, env_cfg.camera, blurs)
         rows += got
         tiles += pics[: 3 * min(2, max(0, 16 - len(tiles) // 3))]  # two frames an episode at most
-    table = summarize(rows, lags)
-    print("lag sphere  TCP cm  frames  sphere above the table's p99 / top  residual: sphere max, table median / p99"
+    table = summarize(rows, lags, blurs)
+    print("lag blur px sphere  TCP cm  frames  sphere above the table's p99 / top  residual: sphere max, table median / p99"
           "  lure frames: lure above p99  camera move cm")
     for t in table:
         lure = f"{t['lure_frames']:4d}: {t['lure_above_p99']:.2f}" if t["lure_frames"] else "   0:  -  "
-        print(f"{t['lag']:3d} {t['sphere']:7s} {t['height_cm']:>6s} {t['frames']:6d}  {t['above_p99']:.2f} / "
+        print(f"{t['lag']:3d} {t['blur_px']:7.1f} {t['sphere']:7s} {t['height_cm']:>6s} {t['frames']:6d}  {t['above_p99']:.2f} / "
               f"{t['top']:.2f}  {t['sphere_max']:6.1f}, {t['table_median']:5.1f} / {t['table_p99']:5.1f}  {lure}  "
               f"{t['camera_move_cm']:.1f}")
     if args.picture and tiles:
@@ -197,7 +225,7 @@ def main() -> int:
                   f"  ({c['missed_frames']}: {of_missed})")
     success = sum(r.success for r in recs)
     write_results(args.json, "plane_parallax", {"episodes": len(recs), "successes": success, "photos": args.photos,
-                                                "condition": UNSEEN_TABLE, "rows": table, "compared": compared},
+                                                "condition": UNSEEN_TABLE, "blurs_px": blurs, "rows": table, "compared": compared},
                   args, save=args.save)
     return 0
 
