@@ -25,7 +25,8 @@ CURVE_EVERY = 250
 """Steps between the loss curve's rows."""
 
 
-def composite_batches(data: DataConfig, seed: int, steps: int, batch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]] | None:
+def composite_batches(data: DataConfig, seed: int, steps: int,
+                      batch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]] | None:
     """Batches of ``batch`` of the recipe ``data``'s composites on the training photos, made by one worker process
     as ``train-vision`` makes them, enough for ``steps`` steps; None when ``batch`` is 0."""
     if not batch:

@@ -60,6 +60,22 @@ def _low_pass(image: np.ndarray, sigma_px: float) -> np.ndarray:
     return cv2.GaussianBlur(image, (0, 0), sigma_px) if sigma_px > 0 else image
 
 
+def _residual_row(residual: np.ndarray, usable: np.ndarray, sphere: np.ndarray, lure: np.ndarray) -> dict | None:
+    """The sphere's and a lure's highest ``residual`` against the table's (``usable`` pixels 3 px or more from the
+    ``sphere``); None when too little of either is usable to say."""
+    on = _dilate(sphere, 1) & usable
+    rest = usable & ~_dilate(sphere, 3)
+    if not on.any() or rest.sum() < 200:
+        return None
+    sphere_max, others = float(residual[on].max()), residual[rest]
+    p99 = float(np.quantile(others, 0.99))
+    lure_px = lure & usable
+    has_lure = bool(lure_px.sum() >= 3)
+    return {"above_p99": sphere_max > p99, "top": sphere_max > float(others.max()), "sphere_max": sphere_max,
+            "table_median": float(np.median(others)), "table_p99": p99, "lure": has_lure,
+            "lure_above_p99": bool(has_lure and residual[lure_px].max() > p99)}
+
+
 def frame_rows(arrays: dict[str, np.ndarray], lags: tuple[int, ...], camera,
                blurs_px: tuple[float, ...] = (0.0,)) -> tuple[list[dict], list[np.ndarray]]:
     """One row per (frame with a sphere of 3 px or more, lag, blur) of a recorded episode, and picture tiles of the
@@ -78,30 +94,21 @@ def frame_rows(arrays: dict[str, np.ndarray], lags: tuple[int, ...], camera,
             warped, inside = table_warp(rgb[t - lag], views[t - lag], views[t])
             grip_then, _ = table_warp(grip[t - lag].astype(np.float32), views[t - lag], views[t])
             grip_now_then = grip[t] | (grip_then > 0.01)
-            usable_sharp = inside & ~_dilate(grip_now_then, 1)
-            residual_sharp = np.abs(rgb[t] - warped).max(-1)
+            usable = inside & ~_dilate(grip_now_then, 1)
+            residual = np.abs(rgb[t] - warped).max(-1)
+            sharp = _residual_row(residual, usable, gt[t], lure)
             for blur in blurs_px:
-                usable, residual = usable_sharp, residual_sharp
+                row = sharp
                 if blur > 0:
-                    usable = ~_dilate(~inside | grip_now_then, 1 + int(np.ceil(2 * blur)))
-                    residual = np.abs(_low_pass(rgb[t], blur)
-                                      - _low_pass(np.where(inside[..., None], warped, rgb[t]), blur)).max(-1)
-                on = _dilate(gt[t], 1) & usable
-                rest = usable & ~_dilate(gt[t], 3)
-                if not on.any() or rest.sum() < 200:
-                    continue
-                sphere_max, others = float(residual[on].max()), residual[rest]
-                p99 = float(np.quantile(others, 0.99))
-                rows.append({"height_m": float(proprio[t, TCP_INDEX[2]]), "lag": lag, "blur_px": blur,
-                             "found": found, "above_p99": sphere_max > p99, "top": sphere_max > float(others.max()),
-                             "sphere_max": sphere_max, "table_median": float(np.median(others)), "table_p99": p99,
-                             "lure": bool((lure & usable).sum() >= 3),
-                             "lure_above_p99": bool((lure & usable).sum() >= 3
-                                                    and residual[lure & usable].max() > p99),
-                             "camera_move_m": float(np.linalg.norm(views[t].eye - views[t - lag].eye))})
-            usable, residual = usable_sharp, residual_sharp
-            shown = (_dilate(gt[t], 1) & usable).any() and (usable & ~_dilate(gt[t], 3)).sum() >= 200
-            if lag == 1 and not found and shown:
+                    row = _residual_row(
+                        np.abs(_low_pass(rgb[t], blur)
+                               - _low_pass(np.where(inside[..., None], warped, rgb[t]), blur)).max(-1),
+                        ~_dilate(~inside | grip_now_then, 1 + int(np.ceil(2 * blur))), gt[t], lure)
+                if row is not None:
+                    rows.append({"height_m": float(proprio[t, TCP_INDEX[2]]), "lag": lag, "blur_px": blur,
+                                 "found": found, **row,
+                                 "camera_move_m": float(np.linalg.norm(views[t].eye - views[t - lag].eye))})
+            if lag == 1 and not found and sharp is not None:
                 outline = _dilate(gt[t], 1) & ~gt[t]
                 now = rgb[t].copy()
                 now[outline] = (40, 80, 255)
@@ -122,7 +129,8 @@ def summarize(rows: list[dict], lags: tuple[int, ...], blurs_px: tuple[float, ..
                 if not sel:
                     continue
                 lures = [r for r in sel if r["lure"]]
-                out.append({"lag": lag, "blur_px": blur, "sphere": label, "height_cm": f"{lo * 100:.0f}-{hi * 100:.0f}",
+                out.append({"lag": lag, "blur_px": blur, "sphere": label,
+                            "height_cm": f"{lo * 100:.0f}-{hi * 100:.0f}",
                             "frames": len(sel), "above_p99": float(np.mean([r["above_p99"] for r in sel])),
                             "top": float(np.mean([r["top"] for r in sel])),
                             "sphere_max": float(np.median([r["sphere_max"] for r in sel])),
@@ -207,12 +215,13 @@ def main() -> int:
         rows += got
         tiles += pics[: 3 * min(2, max(0, 16 - len(tiles) // 3))]  # two frames an episode at most
     table = summarize(rows, lags, blurs)
-    print("lag blur px sphere  TCP cm  frames  sphere above the table's p99 / top  residual: sphere max, table median / p99"
-          "  lure frames: lure above p99  camera move cm")
+    print("lag blur px sphere  TCP cm  frames  sphere above the table's p99 / top  residual: sphere max, "
+          "table median / p99  lure frames: lure above p99  camera move cm")
     for t in table:
         lure = f"{t['lure_frames']:4d}: {t['lure_above_p99']:.2f}" if t["lure_frames"] else "   0:  -  "
-        print(f"{t['lag']:3d} {t['blur_px']:7.1f} {t['sphere']:7s} {t['height_cm']:>6s} {t['frames']:6d}  {t['above_p99']:.2f} / "
-              f"{t['top']:.2f}  {t['sphere_max']:6.1f}, {t['table_median']:5.1f} / {t['table_p99']:5.1f}  {lure}  "
+        print(f"{t['lag']:3d} {t['blur_px']:7.1f} {t['sphere']:7s} {t['height_cm']:>6s} {t['frames']:6d}  "
+              f"{t['above_p99']:.2f} / {t['top']:.2f}  {t['sphere_max']:6.1f}, {t['table_median']:5.1f} / "
+              f"{t['table_p99']:5.1f}  {lure}  "
               f"{t['camera_move_cm']:.1f}")
     if args.picture and tiles:
         print(f"picture: {write_png(image_grid(tiles, columns=6, scale=3), args.picture)}")
@@ -225,7 +234,8 @@ def main() -> int:
                   f"  ({c['missed_frames']}: {of_missed})")
     success = sum(r.success for r in recs)
     write_results(args.json, "plane_parallax", {"episodes": len(recs), "successes": success, "photos": args.photos,
-                                                "condition": UNSEEN_TABLE, "blurs_px": blurs, "rows": table, "compared": compared},
+                                                "condition": UNSEEN_TABLE, "blurs_px": blurs, "rows": table,
+                                                "compared": compared},
                   args, save=args.save)
     return 0
 

@@ -125,7 +125,8 @@ def main() -> int:
         raise SystemExit("two_frame: no pair's sphere was missed: no --hard-share")
     print(f"two_frame: {len(pairs['rgb'])} frame pairs ({pairs['mask'].any((1, 2)).mean():.0%} show the sphere, "
           f"{int(pairs.get('missed', np.zeros(0)).sum())} missed by the shipped system), "
-          f"{n_pairs} of each batch of {BATCH}; {'the image alone (control)' if args.no_previous else 'previous frame read'}",
+          f"{n_pairs} of each batch of {BATCH}; "
+          f"{'the image alone (control)' if args.no_previous else 'previous frame read'}",
           flush=True)
 
     shipped = default_checkpoint_path()
