@@ -51,6 +51,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "painted_misses": unseen.painted_misses_table,
     "own_scene": unseen.own_scene_table,
     "own_scene_validation": lambda d: unseen.own_scene_table(d, unseen.OWN_SCENE_VALIDATION),
+    "own_scene_screen": unseen.own_scene_screen_table,
     "table_photo_failures": unseen.table_photo_failures_table,
     "unseen_tables": unseen.unseen_tables_table,
     "sphere_context": unseen.sphere_context_table,

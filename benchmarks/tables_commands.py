@@ -37,6 +37,8 @@ COMMANDS = {
     **{f"unseen_tables-{k}": "python benchmarks/unseen_tables.py --photos CORPUS/mate-backgrounds CANDIDATE.pt "
                              f"--json benchmarks/results/unseen_tables-{k}.json" for k in (2, 3)},
     "own_scene": "python benchmarks/own_scene.py CORPUS/supertuxkart-data CORPUS/lomiri-wallpapers-16.04 --save",
+    "own_scene_screen": "python benchmarks/unseen_tables.py --photos OUT/SET/test --views 100 --episodes 100 "
+                        "--json benchmarks/results/own_scene_screen-SET.json",
     "table_photo_failures": "python benchmarks/table_photo_failures.py --backgrounds "
                             "runs/own_scene-val/mate-backgrounds/test --save",
     "own_scene-validation": "python benchmarks/own_scene.py CORPUS/mate-backgrounds --out runs/own_scene-val "

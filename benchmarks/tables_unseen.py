@@ -83,6 +83,29 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
             + " ".join(provenance(name, res) for name, res in loaded))
 
 
+def own_scene_screen_table(d: Path) -> str:
+    """``own_scene_screen-SET``: the untouched shipped system on each photo set's test part (``unseen_tables.py``
+    with the validation seeds), one row a set: which sets the adaptation could gain 5 points on."""
+    loaded = [(f.stem, res) for f in sorted(d.glob("own_scene_screen-*.json")) if (res := load(f.stem, d)) is not None]
+    if not loaded:
+        return not_measured("own_scene_screen")
+    rows = []
+    for name, res in loaded:
+        f = res["figures"]
+        far, r = f["rows"]["shipped"]["far"], f["rows"]["shipped"][UNSEEN]
+        rows.append((f"`{name.removeprefix('own_scene_screen-')}`", f["n_photos"], f"{far['found_rate']:.2f}",
+                     f"{far['false_detection_rate']:.2f}", rate_ci(r)))
+    f = loaded[0][1]["figures"]
+    cpus = sorted({cpu_name(res) for _, res in loaded})
+    return (md_table(("photo set (test parts)", "photos", "far views: found", "far views: false det.",
+                      "table-photo-unseen"), rows)
+            + f"\n\nThe shipped system untouched, on the test part of each photo (the right 40 %): {f['views']} "
+            f"far views a set (the sphere 2-4 px wide) and {f['episodes']} validation episodes with the test parts as "
+            f"the table (success in %, 95 % CI; validation seeds, not the episodes `own_scene.py` reports). "
+            f"{len(loaded)} sets on {', '.join(cpus)}; each by `{loaded[0][1]['command']}` with its own "
+            f"folder, `benchmarks/results/own_scene_screen-SET.json`.")
+
+
 def table_photo_failures_table(d: Path) -> str:
     """``table_photo_failures``: per-episode means of successes and failures on ``table-photo``."""
     res = load("table_photo_failures", d)
