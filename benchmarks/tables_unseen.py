@@ -97,13 +97,17 @@ def own_scene_screen_table(d: Path) -> str:
                      f"{far['false_detection_rate']:.2f}", rate_ci(r)))
     f = loaded[0][1]["figures"]
     cpus = sorted({cpu_name(res) for _, res in loaded})
+    reads = system_weights()
+    other = [name.removeprefix("own_scene_screen-") for name, res in loaded if changed_weights(res, reads)]
+    older = (" **Measured with other shipped weights** than today's: " + ", ".join(other) + ": re-measure.") \
+        if other else ""
     return (md_table(("photo set (test parts)", "photos", "far views: found", "far views: false det.",
                       "table-photo-unseen"), rows)
             + f"\n\nThe shipped system untouched, on the test part of each photo (the right 40 %): {f['views']} "
             f"far views a set (the sphere 2-4 px wide) and {f['episodes']} validation episodes with the test parts as "
             f"the table (success in %, 95 % CI; validation seeds, not the episodes `own_scene.py` reports). "
             f"{len(loaded)} sets on {', '.join(cpus)}; each by `{loaded[0][1]['command']}` with its own "
-            f"folder, `benchmarks/results/own_scene_screen-SET.json`.")
+            f"folder, `benchmarks/results/own_scene_screen-SET.json`." + older)
 
 
 def table_photo_failures_table(d: Path) -> str:

@@ -329,3 +329,24 @@ def test_own_scene_table_says_which_runs_measured_other_shipped_weights(monkeypa
     # THEN the caption names the run and the file that changed, once
     assert text.count("Measured with other shipped weights") == 1
     assert "`own_scene` (segmenter_64px.pt)" in text
+
+
+def test_own_scene_screen_table_has_a_row_a_set_and_flags_other_shipped_weights(monkeypatch):
+    import results_io
+    import tables_unseen
+
+    # GIVEN the tracked screenings and the shipped weights they recorded
+    files = sorted((BENCH / "results").glob("own_scene_screen-*.json"))
+    recorded = load_results(files[0])["shipped_weights"]
+    monkeypatch.setattr(results_io, "shipped_weights", lambda: recorded)
+    # WHEN rendered, THEN one row a set, named without the file prefix, with its validation episodes' rate
+    text = tables_unseen.own_scene_screen_table(BENCH / "results")
+    assert len([line for line in text.splitlines() if line.startswith("| `")]) == len(files)
+    temp = load_results(BENCH / "results" / "own_scene_screen-0ad-temp.json")["figures"]["rows"]["shipped"]
+    rate = temp["table-photo-unseen"]["successes"] / temp["table-photo-unseen"]["episodes"]
+    assert "| `0ad-temp` | 59 | " in text and f"{100 * rate:.1f} % (" in text
+    assert "re-measure" not in text
+    # WHEN the controller changes, THEN every set is flagged
+    monkeypatch.setattr(results_io, "shipped_weights", lambda: {**recorded, "controller.pt": "0" * 64})
+    text = tables_unseen.own_scene_screen_table(BENCH / "results")
+    assert "Measured with other shipped weights" in text and "0ad-temp" in text.split("other shipped weights")[1]
