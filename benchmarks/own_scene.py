@@ -59,7 +59,8 @@ def gain_met(adapted: dict, shipped: dict, gain: float = TARGET_GAIN) -> bool:
     """Whether the adapted system's success rate is at least ``gain`` above the shipped one's, compared in counts of
     episodes (in floats 0.98 - 0.93 is 0.0499...)."""
     a, s = adapted, shipped
-    return a["successes"] * s["episodes"] - s["successes"] * a["episodes"] >= round(gain * a["episodes"] * s["episodes"])
+    gained = a["successes"] * s["episodes"] - s["successes"] * a["episodes"]  # in episodes, times both counts
+    return gained >= round(gain * a["episodes"] * s["episodes"])
 
 
 def split_photos(photos: Path, out: Path, tune_share: float) -> tuple[Path, Path, int]:

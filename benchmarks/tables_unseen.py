@@ -86,19 +86,20 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
 def own_scene_screen_table(d: Path) -> str:
     """``own_scene_screen-SET``: the untouched shipped system on each photo set's test part (``unseen_tables.py``
     with the validation seeds), one row a set: which sets the adaptation could gain 5 points on."""
-    loaded = [(f.stem, res) for f in sorted(d.glob("own_scene_screen-*.json")) if (res := load(f.stem, d)) is not None]
+    stem = "own_scene_screen"
+    loaded = [(path.stem.removeprefix(f"{stem}-"), res) for path in sorted(d.glob(f"{stem}-*.json"))
+              if (res := load(path.stem, d)) is not None]  # (set, results)
     if not loaded:
-        return not_measured("own_scene_screen")
+        return not_measured(stem)
     rows = []
-    for name, res in loaded:
-        f = res["figures"]
-        far, r = f["rows"]["shipped"]["far"], f["rows"]["shipped"][UNSEEN]
-        rows.append((f"`{name.removeprefix('own_scene_screen-')}`", f["n_photos"], f"{far['found_rate']:.2f}",
-                     f"{far['false_detection_rate']:.2f}", rate_ci(r)))
+    for photo_set, res in loaded:
+        shipped = res["figures"]["rows"]["shipped"]
+        rows.append((f"`{photo_set}`", res["figures"]["n_photos"], f"{shipped['far']['found_rate']:.2f}",
+                     f"{shipped['far']['false_detection_rate']:.2f}", rate_ci(shipped[UNSEEN])))
     f = loaded[0][1]["figures"]
     cpus = sorted({cpu_name(res) for _, res in loaded})
     reads = system_weights()
-    other = [name.removeprefix("own_scene_screen-") for name, res in loaded if changed_weights(res, reads)]
+    other = [photo_set for photo_set, res in loaded if changed_weights(res, reads)]
     older = (" **Measured with other shipped weights** than today's: " + ", ".join(other) + ": re-measure.") \
         if other else ""
     return (md_table(("photo set (test parts)", "photos", "far views: found", "far views: false det.",

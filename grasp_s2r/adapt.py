@@ -66,8 +66,8 @@ class AdaptConfig:
     """Episodes per condition on which each round is measured (the best round is kept)."""
     segmenter_steps: int = 3000
     """Fine-tune the shipped segmenter this many steps on composites over your photos first (10-11 minutes on 2
-    cores of an Intel Xeon in fp32, 18-20 on an AMD EPYC with AVX2 only; 0: keep it, the controller alone). Chosen on the validation set within the 15 minutes asked of an
-    adaptation; what it buys: docs/own-scene.md."""
+    cores of an Intel Xeon in fp32, 18-20 on an AMD EPYC with AVX2 only; 0: keep it, the controller alone). Chosen on
+    the validation set within the 15 minutes asked of an adaptation, on the Xeon; what it buys: docs/own-scene.md."""
     segmenter_lr: float = SEGMENTER_LR
     """Peak learning rate of the segmenter's fine-tuning."""
     mined_crop_prob: float = 0.0
