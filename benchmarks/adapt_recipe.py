@@ -3,14 +3,15 @@ shipped weights, their recipe) with some of the recipe's settings changed, then 
 masks on a set's test parts.
 
     python benchmarks/adapt_recipe.py TUNE_DIR TEST_DIR --out RUN [--set KEY=VALUE ...] [--steps 3000] [--lr 1e-3]
-        [--episodes 300] [--workers 2] [--save]
+        [--minutes 0] [--episodes 300] [--workers 2] [--save]
 
 ``TUNE_DIR`` / ``TEST_DIR``: a set's tuning and test parts as ``benchmarks/own_scene.py`` cuts them
 (``OUT/<set>/tune``, ``OUT/<set>/test``); choose recipes on a validation set's parts, never on a report set's. Each
 ``--set`` changes one field of the recipe read from the shipped checkpoint (``train_config.recipe_of``, what
 ``adapt`` trains with): ``distractor_prob=0``, or a field of one of its parts, ``mix.photo_table=0.5``,
 ``view.far_view_prob=0.5`` (values as JSON; a list is a range). The fine-tune runs as ``adapt``'s
-(``adapt.segmenter_train_config``: ``--steps`` at peak ``--lr``, whole images, every tuning part) into ``RUN``; a
+(``adapt.segmenter_train_config``: ``--steps`` at peak ``--lr``, whole images, every tuning part; with
+``--minutes``, as many of them as fit, as ``adapt --segmenter-minutes``) into ``RUN``; a
 finished ``RUN`` is evaluated again, not retrained (a changed arm is refused, as ``train-vision --resume`` refuses).
 Then ``table-photo`` and ``heldout-backgrounds`` on the test parts, ``--episodes`` each, the evaluation's seeds: the
 same episodes as ``own_scene.py``'s rows and as every other arm's. Writes ``runs/benchmarks/adapt_recipe.json``
@@ -71,6 +72,9 @@ def main() -> int:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a recipe setting (repeatable)")
     p.add_argument("--steps", type=int, default=AdaptConfig.segmenter_steps, help="fine-tuning steps (adapt's)")
     p.add_argument("--lr", type=float, default=AdaptConfig.segmenter_lr, help="peak learning rate (adapt's)")
+    p.add_argument("--minutes", type=float, default=0.0,
+                   help="the fine-tune's time budget (adapt's --segmenter-minutes); default 0: --steps steps, so "
+                        "that arms run alike on any machine")
     p.add_argument("--episodes", type=int, default=300, help="episodes per condition (default 300)")
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
     add_json_argument(p, "adapt_recipe")
@@ -78,7 +82,8 @@ def main() -> int:
     for folder in (args.tune, args.test):
         if not folder.is_dir():
             sys.exit(f"adapt_recipe: {folder} is not a folder of photos")
-    cfg = AdaptConfig(photos=str(args.tune), out=str(args.out), segmenter_steps=args.steps, segmenter_lr=args.lr)
+    cfg = AdaptConfig(photos=str(args.tune), out=str(args.out), segmenter_steps=args.steps, segmenter_lr=args.lr,
+                      segmenter_minutes=args.minutes)
     train_cfg = segmenter_train_config(cfg)
     try:
         train_cfg = dataclasses.replace(train_cfg, data=with_settings(train_cfg.data, args.set))
@@ -98,7 +103,10 @@ def main() -> int:
     results = evaluate(str(default_controller_path()), str(model), args.test, args.episodes, args.workers)
     for name, r in results.items():
         print(f"  {name:20s} {format_rate(r['successes'], r['episodes'])}")
+    trained = json.loads((args.out / "run.json").read_text())["config"]
     write_results(args.json, "adapt_recipe", {"settings": args.set, "steps": args.steps, "lr": args.lr,
+                                              "minutes_budget": args.minutes,
+                                              "steps_trained": trained.get("budget", trained["train"])["steps"],
                                               "fine_tune_minutes": minutes, "model": str(model),
                                               "conditions": results}, args)
     return 0

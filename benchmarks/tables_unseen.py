@@ -56,7 +56,11 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
             steps = given.get("segmenter_steps")
             how = args or ("defaults" if steps is None else f"defaults: --segmenter-steps {steps}"
                            + (f" --segmenter-lr {given['segmenter_lr']:g} --rounds {given['rounds']}"
-                              if "segmenter_lr" in given else ""))
+                              if "segmenter_lr" in given else "")
+                           + (f" --segmenter-minutes {given['segmenter_minutes']:g}"
+                              if given.get("segmenter_minutes") else ""))
+            if r["adapt"].get("segmenter_steps_trained") not in (None, steps):  # cut to fit its minutes
+                how += f" ({r['adapt']['segmenter_steps_trained']} steps trained)"
             minutes = sum(r["adapt"]["seconds"].values()) / 60
             for c in f["conditions"]:
                 s, a = r["shipped"][c], r["adapted"][c]

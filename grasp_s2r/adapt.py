@@ -2,8 +2,8 @@
 
 The shipped segmenter was trained on the embedded training photos. Your scene shows other textures, where it misses
 the sphere or fires on them. ``adapt`` fine-tunes the shipped segmenter on composites over your photos
-(``segmenter_steps`` at ``segmenter_lr``, by the recipe recorded in its checkpoint) and, by default, keeps the shipped
-controller over its masks (``rounds`` 0). With ``rounds`` N >= 1 it also trains the controller again by the shipped
+(``segmenter_steps`` at ``segmenter_lr``, as many as fit in ``segmenter_minutes``, by the recipe recorded in its
+checkpoint) and, by default, keeps the shipped controller over its masks (``rounds`` 0). With ``rounds`` N >= 1 it also trains the controller again by the shipped
 controller's recipe (:data:`~grasp_s2r.control.dagger_config.LOST_SPHERE_RECIPE`, DAgger over the fine-tuned masks),
 with its training episodes composited onto your photos and, in :attr:`AdaptConfig.table_photo_prob` of them, your
 photos as the table's texture; ``segmenter_steps`` 0 keeps the shipped segmenter.
@@ -38,7 +38,7 @@ RESUMABLE_FIELDS = ("out", "workers", "rounds", "photos")
 """AdaptConfig fields outside an adaptation's identity (``run.json``): where it writes, how many processes, the
 DAgger rounds (which may grow on resume, as ``dagger``'s), and the photos as given (the identity holds their
 resolved path)."""
-IDENTITY_DEFAULTS = {"mined_crop_prob": 0.0, "segmenter_lr": 3e-4}
+IDENTITY_DEFAULTS = {"mined_crop_prob": 0.0, "segmenter_lr": 3e-4, "segmenter_minutes": 0.0}
 """Identity fields added since adaptations were first recorded, with the values those ran with."""
 RESUME_HINT = "re-run it with the options that made it, or choose another --out"
 SEGMENTER_LR = 1e-3
@@ -65,9 +65,12 @@ class AdaptConfig:
     eval_episodes: int = 40
     """Episodes per condition on which each round is measured (the best round is kept)."""
     segmenter_steps: int = 3000
-    """Fine-tune the shipped segmenter this many steps on composites over your photos first (10-11 minutes on 2
-    cores of an Intel Xeon in fp32, 18-20 on an AMD EPYC with AVX2 only; 0: keep it, the controller alone). Chosen on
-    the validation set within the 15 minutes asked of an adaptation, on the Xeon; what it buys: docs/own-scene.md."""
+    """Fine-tune the shipped segmenter at most this many steps on composites over your photos first (fewer where
+    ``segmenter_minutes`` do not hold them; 0: keep it, the controller alone). What it buys: docs/own-scene.md."""
+    segmenter_minutes: float = 15.0
+    """Wall-time budget of the segmenter's fine-tune: it times its first steps and trains as many of
+    ``segmenter_steps`` as fit (:mod:`grasp_s2r.vision.training.budget`; 3000 steps take 10-11 minutes on 2 cores of
+    an Intel Xeon in fp32, 18-20 on an AMD EPYC with AVX2 only); 0: no budget, ``segmenter_steps`` steps."""
     segmenter_lr: float = SEGMENTER_LR
     """Peak learning rate of the segmenter's fine-tuning."""
     mined_crop_prob: float = 0.0
@@ -87,6 +90,8 @@ class AdaptConfig:
             raise ValueError(f"rounds and segmenter_steps must be >= 0, got {self.rounds}, {self.segmenter_steps}")
         if self.rounds == 0 and self.segmenter_steps == 0:
             raise ValueError("rounds 0 and segmenter_steps 0 adapt nothing: give one of them")
+        if self.segmenter_minutes < 0:
+            raise ValueError(f"segmenter_minutes must be >= 0, got {self.segmenter_minutes}")
         if not self.segmenter_lr > 0:
             raise ValueError(f"segmenter_lr must be positive, got {self.segmenter_lr}")
         if not 0.0 <= self.mined_crop_prob <= 1.0:
@@ -129,13 +134,22 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
         controller, selected_round = "shipped", None
     record = {"format": "grasp_s2r.adapt", "format_version": ADAPT_FORMAT_VERSION, "package_version": __version__,
               "config": asdict(cfg), "photos": photos, "controller": controller,
-              "segmenter": vision or "shipped", "selected_round": selected_round, "seconds": seconds}
+              "segmenter": vision or "shipped", "segmenter_steps_trained": _steps_trained(out / "segmenter"),
+              "selected_round": selected_round, "seconds": seconds}
     atomic_write(out / "adapt.json", json.dumps(record, indent=2).encode())
     how = (f" --vision {vision}" if vision else "") + (f" --policy {controller}" if cfg.rounds else "")
     print(f"adapt: finished in {sum(seconds.values()) / 60:.1f} min; segmenter {vision or 'shipped'}, controller "
           f"{controller}\n  grasp-s2r eval{how} --backgrounds YOUR_TEST_PHOTOS --conditions "
           "table-photo,heldout-backgrounds", flush=True)
     return record
+
+
+def _steps_trained(run: Path) -> int | None:
+    """The steps the segmenter's fine-tune trained (fitted to its budget or as asked; None without one)."""
+    if not (run / "run.json").is_file():
+        return None
+    config = json.loads((run / "run.json").read_text())["config"]
+    return int(config.get("budget", config["train"])["steps"])
 
 
 def _open_run(cfg: AdaptConfig, out: Path, photos: str) -> None:
@@ -159,8 +173,8 @@ def _open_run(cfg: AdaptConfig, out: Path, photos: str) -> None:
 
 
 def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
-    """The segmenter's fine-tuning: the shipped weights, ``segmenter_steps`` steps at ``segmenter_lr``, whole
-    images, on every one of your photos (none held out), by the recipe the shipped weights were trained with
+    """The segmenter's fine-tuning: the shipped weights, ``segmenter_steps`` steps at ``segmenter_lr`` (as many of
+    them as fit in ``segmenter_minutes``), whole images, on every one of your photos (none held out), by the recipe the shipped weights were trained with
     (:func:`~grasp_s2r.vision.training.train_config.recipe_of`: their far views and distractors kept)."""
     from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
     from grasp_s2r.vision.training.train import SegmenterTrainConfig
@@ -170,6 +184,7 @@ def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
     shipped = default_checkpoint_path()
     return SegmenterTrainConfig(steps=cfg.segmenter_steps, lr=cfg.segmenter_lr, seed=cfg.seed, val_every=every,
                                 checkpoint_every=every, init_checkpoint=str(shipped), hold_out_photos=False,
+                                time_budget_s=cfg.segmenter_minutes * 60.0,
                                 data=replace(recipe_of(shipped), mined_crop_prob=cfg.mined_crop_prob))
 
 
@@ -182,8 +197,9 @@ def _fine_tune_segmenter(cfg: AdaptConfig, photos: Path, out: Path, progress: bo
         if model.is_file():  # finished: the controller's run names these bytes, so they are checked, not rewritten
             check_run(train_cfg, out, backgrounds_dir=photos)
             return model
-        print(f"adapt: fine-tuning the shipped segmenter {cfg.segmenter_steps} steps on composites over {photos}",
-              flush=True)
+        within = f" (as many as fit in {cfg.segmenter_minutes:g} min)" if cfg.segmenter_minutes else ""
+        print(f"adapt: fine-tuning the shipped segmenter {cfg.segmenter_steps} steps{within} on composites over "
+              f"{photos}", flush=True)
         return train(train_cfg, out, resume=(out / "checkpoint-latest.pt").is_file(), backgrounds_dir=photos,
                      progress=progress)
     except TrainError as e:

@@ -85,7 +85,8 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     from grasp_s2r.vision.evaluation.metrics import format_suite_table
     from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
     from grasp_s2r.vision.testsets.suites import SUITES
-    from grasp_s2r.vision.training.train import SegmenterTrainConfig, runtime_sessions, train
+    from grasp_s2r.vision.training.sessions import runtime_sessions
+    from grasp_s2r.vision.training.train import SegmenterTrainConfig, train
     from grasp_s2r.vision.training.train_config import recipe_of
 
     torch.set_num_threads(max(1, cfg.workers))

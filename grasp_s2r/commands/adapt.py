@@ -21,6 +21,8 @@ OPTIONS = (
            "eval_episodes", type=positive_int),
     Option("--segmenter-steps", "first fine-tune the shipped segmenter this many steps on your photos (0: keep it)",
            "segmenter_steps", type=non_negative_int),
+    Option("--segmenter-minutes", "wall-time budget of the segmenter's fine-tune: as many of --segmenter-steps as "
+           "fit (it times its first steps; 0: no budget)", "segmenter_minutes", type=float, metavar="MIN"),
     Option("--segmenter-lr", "peak learning rate of the segmenter's fine-tuning", "segmenter_lr", type=float),
     Option("--mined-crop-prob", "share of the segmenter's photo backgrounds drawn from the crops of your photos the "
            "shipped segmenter fires on (its lures in your scene)", "mined_crop_prob", type=float),

@@ -34,6 +34,9 @@ def _range(flag: str) -> Callable[[str], tuple[float, float]]:
 
 OPTIONS = (
     Option("--steps", "optimizer steps in total", "steps", type=positive_int),
+    Option("--minutes", "wall-time budget: the run times its first steps and trains as many of --steps as fit "
+           "(whole-image runs: fine-tunes with --init)", "time_budget_s", type=float, metavar="MIN",
+           convert=lambda minutes: minutes * 60.0, show=lambda s: f"{s / 60:g}: none" if not s else f"{s / 60:g}"),
     Option("--batch-size", "composites per step", "batch_size", type=positive_int),
     Option("--lr", "peak learning rate", "lr", type=float),
     Option("--arch", "network", "architecture"),

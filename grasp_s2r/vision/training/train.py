@@ -8,13 +8,15 @@ channels_last, in bf16 where that pays, with the composites made in a worker pro
 Run folder layout::
 
     OUT/run.json               the run's identity (checked on --resume, ``grasp_s2r.run_record`` as DAgger's) and
-                               config: SegmenterTrainConfig + DataConfig + EnvConfig + background split
+                               config: SegmenterTrainConfig + DataConfig + EnvConfig + background split (+ the
+                               steps' fit to ``time_budget_s``, ``budget``: :mod:`budget`)
     OUT/checkpoint-latest.pt   weights + optimizer, written atomically every ``checkpoint_every`` steps
     OUT/model.pt               final weights (the file ``eval-vision --model`` and the controller load)
     OUT/curve.csv, curve.png   training loss and validation precision / recall / IoU per step
     OUT/composites.png         the first training composites with their masks, to look at
     OUT/mined_crops.json, .png with ``--mined-crop-prob``: the photo crops the starting segmenter fired on
     OUT/runtime.json           per session (a resume starts one): device, precision and why, cores, the CPU
+                               (:mod:`sessions`)
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import io
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +67,9 @@ from grasp_s2r.vision.networks.segmenter import (
     write_checkpoint,
 )
 from grasp_s2r.vision.networks.widen import load_widened
+from grasp_s2r.vision.training.budget import StepBudget
 from grasp_s2r.vision.training.calibrate import calibrate_checkpoint
+from grasp_s2r.vision.training.sessions import RUNTIME_FILE, data_text, record_session
 from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, TrainError, lr_factor
 
 VISION_RUN_FORMAT = "grasp_s2r.vision_run"
@@ -98,8 +103,6 @@ def _run_config(cfg: SegmenterTrainConfig, split: dict[str, list[str]]) -> dict[
             "env": env_config_for(cfg.image_size_px).to_dict(), "background_split": split}
 
 
-RUNTIME_FILE = "runtime.json"
-"""How each session of a run used its machine (:func:`_record_session`)."""
 RUNTIME_FIELDS = ("steps", "workers")
 """Training-config fields that are not part of a run's identity: the step count (which may grow on resume) and how
 the data is made (the same items either way)."""
@@ -205,28 +208,6 @@ def check_run(cfg: SegmenterTrainConfig, out_dir: Path, *, backgrounds_dir: Path
     record.check(_identity(run_cfg), hint=RESUME_HINT, defaults=_identity_defaults(), ignore=RUNTIME_FIELDS)
 
 
-def _data_text(workers: int, threads: int | None, replicas: int, device: torch.device) -> str:
-    data = f"composites made by {workers} worker process{'es' * (workers != 1)}" if workers else \
-        "composites made in-process"
-    if replicas > 1:
-        return data + f", the step's batch split over {replicas} replicas of the network, one thread each"
-    return data + (f", step on {threads} thread{'s' * (threads != 1)}" if device.type == "cpu" and threads else "")
-
-
-def runtime_sessions(out_dir: Path) -> list[dict[str, Any]]:
-    """The sessions ``OUT/runtime.json`` records, oldest first ([] when there is none)."""
-    path = Path(out_dir) / RUNTIME_FILE
-    return json.loads(path.read_text())["sessions"] if path.is_file() else []
-
-
-def _record_session(out_dir: Path, session: dict[str, Any]) -> None:
-    """Append how this session runs (device, precision, cores) to ``OUT/runtime.json``: a resumed run may run on
-    another machine or precision, and every session stays on record."""
-    blob = {"format": "grasp_s2r.vision_runtime", "format_version": 1,
-            "sessions": [*runtime_sessions(out_dir), session]}
-    atomic_write(out_dir / RUNTIME_FILE, json.dumps(blob, indent=2).encode())
-
-
 def _probe_step(cfg: SegmenterTrainConfig, step: int, device: torch.device,
                 channels_last: bool) -> Callable[[torch.nn.Module, bool], None] | None:
     """A forward + backward on a random batch of the shape of step ``step``'s, for the precision probe."""
@@ -250,6 +231,7 @@ def _probe_step(cfg: SegmenterTrainConfig, step: int, device: torch.device,
 def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
           device: torch.device | None = None, amp: str = "auto", threads: int | None = None,
           replicas: int | None = None, progress: bool = True, tb: TBLogger | None = None) -> Path:
+    start_s = time.perf_counter()  # the clock of the run's time budget
     out_dir = Path(out_dir)
     tb = tb or TBLogger(None)
     device = device or default_device()
@@ -281,6 +263,9 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
             ckpt = read_checkpoint(latest)
         except CheckpointError as e:
             raise TrainError(str(e)) from None
+        if cfg.time_budget_s and "budget" in ckpt["config"]:  # fitted to its budget: a resume keeps the fit
+            cfg = replace(cfg, steps=ckpt["config"]["budget"]["steps"])
+            run_cfg = {**_run_config(cfg, split), "budget": ckpt["config"]["budget"]}
         if record.exists():
             record.open(_identity(run_cfg), run_cfg, hint=RESUME_HINT, defaults=_identity_defaults(),
                         ignore=RUNTIME_FIELDS)
@@ -291,6 +276,8 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
         optimizer.load_state_dict(ckpt["optimizer"])
         step, history = int(ckpt["step"]), list(ckpt["history"])
         elapsed0 = history[-1]["elapsed_s"] if history else 0.0
+    budget = StepBudget(cfg.time_budget_s, cfg.steps, start_s, first_step=step) \
+        if cfg.time_budget_s and "budget" not in run_cfg else None
 
     # how this machine runs it: cores for data and step, memory format, precision (probed on a batch of the first
     # step's shape before the workers start)
@@ -305,14 +292,15 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     with StepThreads(threads):
         precision = choose_precision(amp, device, model, _probe_step(cfg, step, device, channels_last))
     print(f"train-vision: {count_parameters(model):,} parameters on {device} ({precision.describe()}), "
-          f"{_data_text(workers, threads, replicas, device)}; steps {step} -> {cfg.steps}"
-          + (f", crops of {cfg.crop_px} px up to step {cfg.crop_steps}" if cfg.crop_steps else ""))
+          f"{data_text(workers, threads, replicas, device)}; steps {step} -> {cfg.steps}"
+          + (f", crops of {cfg.crop_px} px up to step {cfg.crop_steps}" if cfg.crop_steps else "")
+          + (f" at most, fitted to {cfg.time_budget_s / 60:.1f} min at step {budget.timed[1]}" if budget else ""))
     if device.type == "cpu":
         print(f"train-vision: CPU {cpu_info().describe()}")
-    _record_session(out_dir, {"from_step": step, "device": str(device), "precision": precision.name,
-                              "precision_reason": precision.reason, "channels_last": channels_last,
-                              "workers": workers, "threads": threads, "replicas": replicas,
-                              "cpu": cpu_info().describe() if device.type == "cpu" else None})
+    record_session(out_dir, {"from_step": step, "device": str(device), "precision": precision.name,
+                             "precision_reason": precision.reason, "channels_last": channels_last,
+                             "workers": workers, "threads": threads, "replicas": replicas,
+                             "cpu": cpu_info().describe() if device.type == "cpu" else None})
 
     # make data: the on-the-fly training stream (crops, then whole images: composite i at step i // batch_size) in
     # the workers, started first so that they load while this process makes the fixed validation set (training
@@ -369,6 +357,13 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
                 optimizer.step()
                 step += 1
                 bar.update(1)
+                if budget and (fit := budget.after_step(step, time.perf_counter())):
+                    cfg = replace(cfg, steps=fit.steps)
+                    run_cfg = {**_run_config(cfg, split), "budget": fit.to_dict()}
+                    record.open(_identity(run_cfg), run_cfg, hint=RESUME_HINT, defaults=_identity_defaults(),
+                                ignore=RUNTIME_FIELDS)
+                    bar.total = cfg.steps
+                    bar.write(f"train-vision: time budget: {fit.describe()}")
                 tb.scalars(step, {"train/loss": losses[-1], "train/lr": optimizer.param_groups[0]["lr"]})
                 if step % cfg.val_every == 0 or step == cfg.steps:
                     pred = predict_masks(model, val_images, device)
@@ -385,6 +380,8 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
                     save_training_curve(history, out_dir / "curve.png")
                 if step % cfg.checkpoint_every == 0 or step == cfg.steps:
                     write_checkpoint(checkpoint(with_optimizer=True), latest)
+                if step >= cfg.steps:  # the data runs on to the steps asked when a budget cut them
+                    break
     except KeyboardInterrupt:  # keep what was learned since the last periodic checkpoint; resume with --resume
         if step > step_at_start:
             write_checkpoint(checkpoint(with_optimizer=True), latest)

@@ -109,6 +109,10 @@ class SegmenterTrainConfig:
     calibration_images: int = 0
     """Validation composites (training photos) on which the final model's break-even threshold is chosen
     (``vision/calibrate.py``); 0 = keep the threshold at 0.5 (the default: see docs/vision.md, *Operating point*)."""
+    time_budget_s: float = 0.0
+    """Wall-time budget of the run in seconds; 0 = none (``steps`` steps). With one, the run times its first steps
+    and cuts ``steps`` to what fits (:mod:`grasp_s2r.vision.training.budget`; recorded, kept on resume). Runs on
+    whole images only (fine-tunes): a run on crops turns to whole images at a step its ``steps`` decide."""
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -149,6 +153,11 @@ class SegmenterTrainConfig:
                 raise TrainError(str(e)) from None
         if not 0.0 <= self.full_size_share <= 1.0:
             raise TrainError(f"full_size_share must be in [0, 1], got {self.full_size_share}")
+        if self.time_budget_s < 0:
+            raise TrainError(f"time_budget_s must be >= 0, got {self.time_budget_s}")
+        if self.time_budget_s and self.crop_steps:
+            raise TrainError("a time budget fits runs on whole images (fine-tunes, crop_px 0): a run on crops turns "
+                             "to whole images at a step set by its steps")
 
     @property
     def crop_config(self) -> CropConfig:
