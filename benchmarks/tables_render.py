@@ -171,7 +171,8 @@ SHIPPED_READS: dict[str, tuple[str, ...] | None] = {
 system, :func:`results_io.system_weights`; the pipeline fine-tunes the shipped segmenter): their tables are flagged
 once those files change (:func:`weights_flag`). ``own_scene`` names its own runs (``tables_unseen``)."""
 SHIPPED_FIGURES = ("bench_vision", "eval_shipped", "own_scene", "bench_pipeline")
-"""The README's rows that measure the shipped weights, flagged as their tables are."""
+"""The README's rows that measure the shipped weights, flagged as their tables are (a numbered run, ``own_scene-5``, as
+its benchmark's)."""
 
 
 def figure_reads(name: str) -> tuple[str, ...]:
@@ -192,7 +193,8 @@ def readme_table(d: Path) -> str:
     rows = []
     for figure, value, name in _readme_rows(d):
         res = load(name, d)
-        where = measured_on(res) + (weights_flag(res, name) if name in SHIPPED_FIGURES else "") if res else "–"
+        shipped = name.removesuffix(f"-{name.rsplit('-', 1)[-1]}") in SHIPPED_FIGURES  # own_scene-5: own_scene's
+        where = measured_on(res) + (weights_flag(res, name) if shipped else "") if res else "–"
         rows.append((figure, value, f"`{command(name, res)}`", f"{where} (`{name}.json`)"))
     return md_table(("figure", "value", "command", "measured on (`benchmarks/results/`)"), rows)
 
