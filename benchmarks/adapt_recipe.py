@@ -34,6 +34,7 @@ from grasp_s2r.adapt import AdaptConfig, segmenter_train_config
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.options import replaced
 from grasp_s2r.stats import format_rate
+from grasp_s2r.vision.training.budget import steps_of_run
 from grasp_s2r.vision.training.train import TrainError, check_run, train
 
 
@@ -103,10 +104,9 @@ def main() -> int:
     results = evaluate(str(default_controller_path()), str(model), args.test, args.episodes, args.workers)
     for name, r in results.items():
         print(f"  {name:20s} {format_rate(r['successes'], r['episodes'])}")
-    trained = json.loads((args.out / "run.json").read_text())["config"]
+    trained = steps_of_run(json.loads((args.out / "run.json").read_text())["config"])
     write_results(args.json, "adapt_recipe", {"settings": args.set, "steps": args.steps, "lr": args.lr,
-                                              "minutes_budget": args.minutes,
-                                              "steps_trained": trained.get("budget", trained["train"])["steps"],
+                                              "minutes_budget": args.minutes, "steps_trained": trained,
                                               "fine_tune_minutes": minutes, "model": str(model),
                                               "conditions": results}, args)
     return 0

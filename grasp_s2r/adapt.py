@@ -3,10 +3,11 @@
 The shipped segmenter was trained on the embedded training photos. Your scene shows other textures, where it misses
 the sphere or fires on them. ``adapt`` fine-tunes the shipped segmenter on composites over your photos
 (``segmenter_steps`` at ``segmenter_lr``, as many as fit in ``segmenter_minutes``, by the recipe recorded in its
-checkpoint) and, by default, keeps the shipped controller over its masks (``rounds`` 0). With ``rounds`` N >= 1 it also trains the controller again by the shipped
-controller's recipe (:data:`~grasp_s2r.control.dagger_config.LOST_SPHERE_RECIPE`, DAgger over the fine-tuned masks),
-with its training episodes composited onto your photos and, in :attr:`AdaptConfig.table_photo_prob` of them, your
-photos as the table's texture; ``segmenter_steps`` 0 keeps the shipped segmenter.
+checkpoint) and, by default, keeps the shipped controller over its masks (``rounds`` 0). With ``rounds`` N >= 1 it
+also trains the controller again by the shipped controller's recipe
+(:data:`~grasp_s2r.control.dagger_config.LOST_SPHERE_RECIPE`, DAgger over the fine-tuned masks), with its training
+episodes composited onto your photos and, in :attr:`AdaptConfig.table_photo_prob` of them, your photos as the
+table's texture; ``segmenter_steps`` 0 keeps the shipped segmenter.
 
 What it writes (``OUT``): ``segmenter/model.pt`` when the segmenter is fine-tuned, ``controller/policy.pt`` when the
 controller is trained (their run folders, curves included), ``adapt.json`` (format version, config, the files to
@@ -145,11 +146,11 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
 
 
 def _steps_trained(run: Path) -> int | None:
-    """The steps the segmenter's fine-tune trained (fitted to its budget or as asked; None without one)."""
-    if not (run / "run.json").is_file():
-        return None
-    config = json.loads((run / "run.json").read_text())["config"]
-    return int(config.get("budget", config["train"])["steps"])
+    """The steps the segmenter's fine-tune trained (None without one)."""
+    from grasp_s2r.vision.training.budget import steps_of_run
+
+    return steps_of_run(json.loads((run / "run.json").read_text())["config"]) if (run / "run.json").is_file() \
+        else None
 
 
 def _open_run(cfg: AdaptConfig, out: Path, photos: str) -> None:
@@ -174,8 +175,9 @@ def _open_run(cfg: AdaptConfig, out: Path, photos: str) -> None:
 
 def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
     """The segmenter's fine-tuning: the shipped weights, ``segmenter_steps`` steps at ``segmenter_lr`` (as many of
-    them as fit in ``segmenter_minutes``), whole images, on every one of your photos (none held out), by the recipe the shipped weights were trained with
-    (:func:`~grasp_s2r.vision.training.train_config.recipe_of`: their far views and distractors kept)."""
+    them as fit in ``segmenter_minutes``), whole images, on every one of your photos (none held out), by the recipe
+    the shipped weights were trained with (:func:`~grasp_s2r.vision.training.train_config.recipe_of`: their far
+    views and distractors kept)."""
     from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
     from grasp_s2r.vision.training.train import SegmenterTrainConfig
     from grasp_s2r.vision.training.train_config import recipe_of

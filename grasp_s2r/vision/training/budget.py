@@ -48,6 +48,11 @@ class BudgetFit:
                 f"{self.steps} steps{capped} fit in {self.budget_s / 60:.1f} min")
 
 
+def steps_of_run(run_config: dict) -> int:
+    """The steps a run trains, from its config (``run.json``'s): fitted to its budget, or as asked."""
+    return int(run_config.get("budget", run_config["train"])["steps"])
+
+
 def fitted_steps(step: int, seconds_per_step: float, seconds_left: float, max_steps: int) -> int:
     """Steps in all when ``step`` are done and ``seconds_left`` of the budget remain at ``seconds_per_step``: at
     least ``step`` (none more when the budget is spent), at most ``max_steps``."""
