@@ -193,7 +193,7 @@ def readme_table(d: Path) -> str:
     rows = []
     for figure, value, name in _readme_rows(d):
         res = load(name, d)
-        shipped = name.removesuffix(f"-{name.rsplit('-', 1)[-1]}") in SHIPPED_FIGURES  # own_scene-5: own_scene's
+        shipped = benchmark_of(name) in SHIPPED_FIGURES
         where = measured_on(res) + (weights_flag(res, name) if shipped else "") if res else "–"
         rows.append((figure, value, f"`{command(name, res)}`", f"{where} (`{name}.json`)"))
     return md_table(("figure", "value", "command", "measured on (`benchmarks/results/`)"), rows)
@@ -345,6 +345,13 @@ def pipeline_table(d: Path) -> str:
     rows += [(f"controller end to end, `{name}` ({c['episodes']} episodes)",
               f"{rate_ci(c)} ({c['successes']}/{c['episodes']})") for name, c in f["eval"]["conditions"].items()]
     return md_table(("figure", "value"), rows) + "\n\n" + provenance("bench_pipeline", res)
+
+
+def benchmark_of(name: str) -> str:
+    """The benchmark whose run ``name`` is: ``own_scene-5`` -> ``own_scene`` (a numbered run of
+    :func:`numbered_runs`); other names as they are."""
+    stem, _, number = name.rpartition("-")
+    return stem if stem and number.isdigit() else name
 
 
 def numbered_runs(d: Path, stem: str) -> list[str]:
