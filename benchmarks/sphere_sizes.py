@@ -6,8 +6,8 @@ Runs the FSM expert (``grasp-s2r collect``, default scene, 64 px camera, ground-
 folder and, over every frame whose ground-truth mask holds the sphere, takes its width as the diameter of a disc of
 the mask's area (``2 sqrt(area / pi)``: fingers in front of the sphere make it narrower, as the camera sees it).
 Prints the width percentiles and the camera distances they correspond to by the pinhole model
-(``painted.distance_for_diameter_px``): the tuple ``painted.EPISODE_DISTANCE_QUANTILES_M`` holds, and checks it
-against what is stored. Writes (``--save``) ``benchmarks/results/sphere_sizes.json``.
+(``painted_sizes.distance_for_diameter_px``): the tuple ``painted_sizes.EPISODE_DISTANCE_QUANTILES_M`` holds, and
+checks it against what is stored. Writes (``--save``) ``benchmarks/results/sphere_sizes.json``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,11 @@ from grasp_s2r.collect import CollectConfig, collect
 from grasp_s2r.data.episodes import EpisodeDataset
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
 from grasp_s2r.vision.evaluation.metrics import mask_width_px
-from grasp_s2r.vision.testsets.painted import EPISODE_DISTANCE_QUANTILES_M, QUANTILE_LEVELS, distance_for_diameter_px
+from grasp_s2r.vision.testsets.painted_sizes import (
+    EPISODE_DISTANCE_QUANTILES_M,
+    QUANTILE_LEVELS,
+    distance_for_diameter_px,
+)
 
 
 def episode_widths_px(episodes: int, seed: int) -> np.ndarray:
@@ -51,7 +55,7 @@ def main() -> None:
         print(f"  width percentile {pc:5.1f}: {w:5.2f} px")
     print(f"distance quantiles (m, nearest first): {tuple(distance_q)}")
     stored = np.allclose(distance_q, EPISODE_DISTANCE_QUANTILES_M, rtol=0.02)
-    print(f"painted.EPISODE_DISTANCE_QUANTILES_M {'matches' if stored else 'DIFFERS from'} this measurement")
+    print(f"painted_sizes.EPISODE_DISTANCE_QUANTILES_M {'matches' if stored else 'DIFFERS from'} this measurement")
     write_results(args.json, "sphere_sizes", {
         "frames": len(widths), "episodes": args.episodes, "camera_px": camera.height_px,
         "width_percentiles_px": {f"{pc:g}": float(w) for pc, w in zip(percent, width_q)},

@@ -14,19 +14,21 @@ import numpy as np
 import pytest
 
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
-from grasp_s2r.vision.testsets import painted
+from grasp_s2r.vision.testsets import painted, painted_sizes
 from grasp_s2r.vision.testsets.painted import (
-    EPISODE_DISTANCE_QUANTILES_M,
-    QUANTILE_LEVELS,
     PaintedConfig,
     PaintedSuite,
     diameter_range_px,
     disc_mask,
-    distance_for_diameter_px,
     draw_distance_m,
-    focal_px,
     make_painted,
     paint_sphere,
+)
+from grasp_s2r.vision.testsets.painted_sizes import (
+    EPISODE_DISTANCE_QUANTILES_M,
+    QUANTILE_LEVELS,
+    distance_for_diameter_px,
+    focal_px,
     sphere_diameter_px,
 )
 
@@ -200,16 +202,17 @@ def test_bad_inputs_raise(photos, rng):
 
 
 def test_painted_shares_no_code_with_the_training_renderers():
-    source = Path(painted.__file__).read_text()
-    assert "pybullet" not in source  # (the docstring says "PyBullet": case matters)
     imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module)
+    for module in (painted, painted_sizes):  # the renderer and the sizes it draws
+        source = Path(module.__file__).read_text()
+        assert "pybullet" not in source  # (the docstring says "PyBullet": case matters)
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported.add(node.module)
     assert imported <= {"__future__", "itertools", "math", "dataclasses", "typing", "cv2", "numpy", "tqdm",
-                        "grasp_s2r.sim.config"}
+                        "grasp_s2r.sim.config", "grasp_s2r.vision.testsets.painted_sizes"}
     # in a fresh interpreter, importing painted loads none of the training renderer modules
     forbidden = ["grasp_s2r.vision.images.composite", "grasp_s2r.vision.images.simviews", "grasp_s2r.vision.images.dataset",
                  "grasp_s2r.vision.images.augment", "grasp_s2r.sim.env", "grasp_s2r.sim.randomization",
