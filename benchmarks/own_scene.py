@@ -51,8 +51,6 @@ TARGET_SUCCESS = 0.95
 TARGET_GAIN = 0.05
 """Issue 23: and at least this much above the untouched shipped system on the same parts."""
 TARGET_MINUTES = 15.0
-FRAME_SEED = 7_000_000
-"""Seeds of the per-frame views (no training or evaluation run uses them)."""
 
 
 def gain_met(adapted: dict, shipped: dict, gain: float = TARGET_GAIN) -> bool:
@@ -98,32 +96,13 @@ def evaluate(policy: str, vision: str, test: Path, episodes: int, workers: int) 
 
 def frame_metrics(visions: dict[str, str], test: Path, n_views: int) -> dict[str, dict]:
     """Each segmenter on the same ``n_views`` sim views with a test part as the table's texture (the views of
-    ``table-photo``; a fifth without the sphere): found rate of spheres under / over 6 px, false detections."""
-    import numpy as np
-
+    ``table-photo``; a fifth without the sphere): found rate of spheres under / over 6 px, false detections (the
+    views and figures of ``adapt``'s scene check, :mod:`grasp_s2r.vision.evaluation.scene_check`)."""
     from grasp_s2r.runtime.conditions import load_photos
-    from grasp_s2r.sim.config import control_env_config
-    from grasp_s2r.vision.evaluation.metrics import metrics_by_width, pixel_metrics
-    from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
-    from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
+    from grasp_s2r.vision.evaluation.scene_check import frame_figures, photo_table_views, predict_views
 
-    sampler = SimViewSampler(control_env_config(), ViewConfig(empty_prob=0.2), table_photos=load_photos(str(test)),
-                             texture_seed=FRAME_SEED)
-    frames = [sampler.render(FRAME_SEED + i, np.random.default_rng([FRAME_SEED, i]),
-                             photo_table=np.random.default_rng([FRAME_SEED, i, 1])) for i in range(n_views)]
-    rgb = np.stack([f.rgb for f in frames])
-    gt = np.stack([f.sphere_mask for f in frames]).astype(bool)
-    out = {}
-    for name, path in visions.items():
-        pred = Segmenter.load(path or default_checkpoint_path(), device="cpu").predict(rgb)
-        m = pixel_metrics(pred, gt)
-        widths = {row["width_px"]: row for row in metrics_by_width(pred, gt)}
-        out[name] = {"precision": float(m["precision"]), "recall": float(m["recall"]),
-                     "false_detection_rate": float(m["false_detection_rate"]),
-                     "found_below_6px": float(widths["< 6"]["found_rate"]),
-                     "found_6px_and_over": float(widths[">= 6"]["found_rate"]),
-                     "views": n_views}
-    return out
+    rgb, gt = photo_table_views(load_photos(str(test)), n_views)
+    return {name: frame_figures(pred, gt) for name, pred in predict_views(visions, rgb).items()}
 
 
 def adapt(tune: Path, out: Path, extra: list[str]) -> tuple[dict, float]:

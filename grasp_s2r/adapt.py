@@ -11,8 +11,11 @@ table's texture; ``segmenter_steps`` 0 keeps the shipped segmenter.
 
 What it writes (``OUT``): ``segmenter/model.pt`` when the segmenter is fine-tuned, ``controller/policy.pt`` when the
 controller is trained (their run folders, curves included), ``adapt.json`` (format version, config, the files to
-load, stage seconds) and ``run.json`` (the adaptation's identity: re-running resumes it, other options are refused
-before any stage runs). Use them with ``grasp-s2r eval --vision OUT/segmenter/model.pt [--policy
+load, stage seconds, the scene check) and ``run.json`` (the adaptation's identity: re-running resumes it, other
+options are refused before any stage runs). After a fine-tune, the scene check
+(:mod:`grasp_s2r.vision.evaluation.scene_check`) compares the shipped and the fine-tuned segmenter frame by frame on
+``check_views`` sim views with your photos as the table (``check_photos``, by default the photos it trained on) and
+draws the views where they differ (``scene_check.png``). Use them with ``grasp-s2r eval --vision OUT/segmenter/model.pt [--policy
 OUT/controller/policy.pt] --backgrounds YOUR_TEST_PHOTOS`` or ``GraspAgent.load(segmenter=..., controller=...)``.
 Re-running the same command resumes the stage it stopped in. What it buys is measured by
 ``benchmarks/own_scene.py`` (each photo of a set cut into a part to adapt on and a part to test on).
@@ -35,10 +38,10 @@ if TYPE_CHECKING:  # torch only when the segmenter is fine-tuned
 
 ADAPT_FORMAT_VERSION = 1
 ADAPT_RUN_FORMAT = "grasp_s2r.adapt-run"
-RESUMABLE_FIELDS = ("out", "workers", "rounds", "photos")
+RESUMABLE_FIELDS = ("out", "workers", "rounds", "photos", "check_views", "check_photos")
 """AdaptConfig fields outside an adaptation's identity (``run.json``): where it writes, how many processes, the
-DAgger rounds (which may grow on resume, as ``dagger``'s), and the photos as given (the identity holds their
-resolved path)."""
+DAgger rounds (which may grow on resume, as ``dagger``'s), the photos as given (the identity holds their
+resolved path), and the scene check, which trains nothing."""
 IDENTITY_DEFAULTS = {"mined_crop_prob": 0.0, "segmenter_lr": 3e-4, "segmenter_minutes": 0.0}
 """Identity fields added since adaptations were first recorded, with the values those ran with."""
 RESUME_HINT = "re-run it with the options that made it, or choose another --out"
@@ -77,6 +80,12 @@ class AdaptConfig:
     mined_crop_prob: float = 0.0
     """Share of the segmenter's photo backgrounds drawn from the crops of your photos the shipped segmenter fires on
     (``train-vision --mined-crop-prob``: its lures in your scene, shown as what they are)."""
+    check_views: int = 300
+    """Sim views with your photos as the table on which the shipped and the fine-tuned segmenter are compared after
+    the fine-tune (found spheres, false detections; ``scene_check.png``); 0: no check."""
+    check_photos: str = ""
+    """Folder of photos for the scene check; "": ``photos``, which the fine-tune trained on (its figures flatter it:
+    photos of the scene kept back from ``photos`` tell what it does on views it never saw)."""
     workers: int = 2
     """Environment processes."""
     seed: int = 0
@@ -97,6 +106,8 @@ class AdaptConfig:
             raise ValueError(f"segmenter_lr must be positive, got {self.segmenter_lr}")
         if not 0.0 <= self.mined_crop_prob <= 1.0:
             raise ValueError(f"mined_crop_prob must be in [0, 1], got {self.mined_crop_prob}")
+        if self.check_views < 0:
+            raise ValueError(f"check_views must be >= 0, got {self.check_views}")
 
 
 def adapt(cfg: AdaptConfig, progress: bool = True) -> dict:
@@ -118,6 +129,7 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
         t = time.perf_counter()
         vision = str(_fine_tune_segmenter(cfg, Path(photos), out / "segmenter", progress))
         seconds["segmenter"] = time.perf_counter() - t
+    check = _scene_check(cfg, vision, out, progress) if vision and cfg.check_views else None
     if cfg.rounds:
         t = time.perf_counter()
         print(f"adapt: training the controller over {'the fine-tuned' if vision else 'the shipped'} segmenter's "
@@ -136,13 +148,32 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
     record = {"format": "grasp_s2r.adapt", "format_version": ADAPT_FORMAT_VERSION, "package_version": __version__,
               "config": asdict(cfg), "photos": photos, "controller": controller,
               "segmenter": vision or "shipped", "segmenter_steps_trained": _steps_trained(out / "segmenter"),
-              "selected_round": selected_round, "seconds": seconds}
+              "selected_round": selected_round, "seconds": seconds, "scene_check": check}
     atomic_write(out / "adapt.json", json.dumps(record, indent=2).encode())
     how = (f" --vision {vision}" if vision else "") + (f" --policy {controller}" if cfg.rounds else "")
     print(f"adapt: finished in {sum(seconds.values()) / 60:.1f} min; segmenter {vision or 'shipped'}, controller "
           f"{controller}\n  grasp-s2r eval{how} --backgrounds YOUR_TEST_PHOTOS --conditions "
           "table-photo,heldout-backgrounds", flush=True)
     return record
+
+
+def _scene_check(cfg: AdaptConfig, vision: str, out: Path, progress: bool) -> dict:
+    """The shipped and the fine-tuned segmenter on the same views of your scene: printed, drawn, returned."""
+    from grasp_s2r.runtime.conditions import load_photos
+    from grasp_s2r.vision.evaluation import scene_check as sc
+
+    photos = str(Path(cfg.check_photos or cfg.photos).resolve())
+    trained_on = not cfg.check_photos or photos == str(Path(cfg.photos).resolve())
+    rgb, gt = sc.photo_table_views(load_photos(photos), cfg.check_views, seed=sc.SCENE_VIEW_SEED, progress=progress)
+    preds = sc.predict_views({"shipped": "", "adapted": vision}, rgb)
+    figures = {name: sc.frame_figures(pred, gt) for name, pred in preds.items()}
+    whose = "the photos it trained on: flattering" if trained_on else "photos it never trained on"
+    picture = sc.save_scene_picture(rgb, gt, preds, out / "scene_check.png",
+                                    title=f"{cfg.check_views} views with {Path(photos).name} as the table ({whose})")
+    print(f"adapt: scene check, {cfg.check_views} views with {photos} as the table ({whose}):\n"
+          f"{sc.format_scene_table(figures)}\n  views where they differ: {picture or 'none'}", flush=True)
+    return {"photos": photos, "trained_on": trained_on, "views": cfg.check_views, "seed": sc.SCENE_VIEW_SEED,
+            "segmenters": figures, "picture": str(picture) if picture else None}
 
 
 def _steps_trained(run: Path) -> int | None:

@@ -71,13 +71,36 @@ def test_adapt_trains_a_controller_on_the_scene_and_resumes(tmp_path):
 def test_adapt_by_default_fine_tunes_the_segmenter_and_keeps_the_shipped_controller(tmp_path):
     photos = _scene(tmp_path / "scene")
     out = tmp_path / "adapted"
-    r = _adapt("--photos", str(photos), "--out", str(out), "--segmenter-steps", "2", "--no-progress")
+    r = _adapt("--photos", str(photos), "--out", str(out), "--segmenter-steps", "2", "--check-views", "30",
+               "--no-progress")
     assert r.returncode == 0, r.stderr[-2000:]
     record = json.loads((out / "adapt.json").read_text())
     assert record["controller"] == "shipped" and record["selected_round"] is None
     assert record["config"]["rounds"] == 0 and Path(record["segmenter"]).is_file()
     assert not (out / "controller").exists() and set(record["seconds"]) == {"segmenter"}
     assert "--vision" in r.stdout and "--policy" not in r.stdout  # the eval command it prints
+    # the scene check: both segmenters on the same views of the photos it trained on, said so, and drawn
+    check = record["scene_check"]
+    assert check["trained_on"] and check["photos"] == str(photos.resolve()) and check["views"] == 30
+    assert set(check["segmenters"]) == {"shipped", "adapted"}
+    assert all(f["views"] == 30 and 0.0 <= f["false_detection_rate"] <= 1.0 for f in check["segmenters"].values())
+    assert "trained on: flattering" in r.stdout and "found < 6 px" in r.stdout
+    assert check["picture"] is None or Path(check["picture"]) == out / "scene_check.png"
+    assert check["picture"] is None or (out / "scene_check.png").stat().st_size > 1000
+
+    # photos kept back: the check runs on them; it is not part of the adaptation's identity (the fine-tune resumes
+    # finished, not retrained)
+    kept = _scene(tmp_path / "kept", n=2)
+    model = (out / "segmenter" / "model.pt").read_bytes()
+    again = _adapt("--photos", str(photos), "--out", str(out), "--segmenter-steps", "2", "--check-views", "10",
+                   "--check-photos", str(kept), "--no-progress")
+    assert again.returncode == 0, again.stderr[-2000:]
+    check = json.loads((out / "adapt.json").read_text())["scene_check"]
+    assert not check["trained_on"] and check["photos"] == str(kept.resolve()) and check["views"] == 10
+    assert "never trained on" in again.stdout and (out / "segmenter" / "model.pt").read_bytes() == model
+    off = _adapt("--photos", str(photos), "--out", str(out), "--segmenter-steps", "2", "--check-views", "0",
+                 "--no-progress")
+    assert off.returncode == 0 and json.loads((out / "adapt.json").read_text())["scene_check"] is None
 
 
 @pytest.mark.parametrize("photos, message", [
@@ -90,6 +113,10 @@ def test_adapt_refuses_a_folder_it_cannot_use_before_writing(tmp_path, photos, m
     r = _adapt("--photos", str(tmp_path / photos), "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+    scene = _scene(tmp_path / "scene")  # the same folders as photos for the scene check: refused the same way
+    r = _adapt("--photos", str(scene), "--check-photos", str(tmp_path / photos), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "--check-photos" in r.stderr and message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
 def test_adapt_config_refuses_bad_values():
@@ -101,6 +128,8 @@ def test_adapt_config_refuses_bad_values():
         AdaptConfig(photos="x", segmenter_lr=0.0)
     with pytest.raises(ValueError, match="adapt nothing"):
         AdaptConfig(photos="x", rounds=0, segmenter_steps=0)
+    with pytest.raises(ValueError, match="check_views"):
+        AdaptConfig(photos="x", check_views=-1)
 
 
 def test_the_segmenter_fine_tune_starts_from_the_shipped_weights_on_whole_images():

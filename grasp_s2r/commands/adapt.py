@@ -26,6 +26,11 @@ OPTIONS = (
     Option("--segmenter-lr", "peak learning rate of the segmenter's fine-tuning", "segmenter_lr", type=float),
     Option("--mined-crop-prob", "share of the segmenter's photo backgrounds drawn from the crops of your photos the "
            "shipped segmenter fires on (its lures in your scene)", "mined_crop_prob", type=float),
+    Option("--check-views", "sim views with your photos as the table on which the shipped and the fine-tuned "
+           "segmenter are compared after the fine-tune (OUT/scene_check.png; 0: none)", "check_views",
+           type=non_negative_int),
+    Option("--check-photos", "photos for that check (default: --photos, which it trained on; photos of the scene "
+           "kept back tell more)", "check_photos", metavar="DIR"),
     Option("--workers", "environment processes", "workers", type=positive_int),
     Option("--seed", "seed of every stage", "seed", type=non_negative_int),
 )
@@ -45,11 +50,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     if not cfg.photos.strip():
         raise UsageError("--photos: an empty path")
-    if not Path(cfg.photos).is_dir():
-        raise UsageError(f"--photos {cfg.photos} is not a folder of photos")
-    try:  # read every photo once here: the env workers would stop mid-run on a bad one
-        load_photos(cfg.photos)
-    except (ValueError, FileNotFoundError) as e:
-        raise UsageError(f"--photos: {e}") from None
+    for flag, folder in (("--photos", cfg.photos), ("--check-photos", cfg.check_photos)):
+        if not folder:
+            continue
+        if not Path(folder).is_dir():
+            raise UsageError(f"{flag} {folder} is not a folder of photos")
+        try:  # read every photo once here: the env workers would stop mid-run on a bad one
+            load_photos(folder)
+        except (ValueError, FileNotFoundError) as e:
+            raise UsageError(f"{flag}: {e}") from None
     adapt(cfg, progress=not args.no_progress)
     return 0

@@ -1,0 +1,69 @@
+"""The scene check: sim views with a folder's photos as the table, segmenters compared frame by frame on them, and
+the picture of the views where they differ (``adapt``'s check, ``own_scene.py``'s per-frame figures)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grasp_s2r.runtime.conditions import load_photos
+from grasp_s2r.vision.evaluation import scene_check as sc
+
+
+@pytest.fixture(scope="module")
+def views():
+    return sc.photo_table_views(load_photos("heldout"), 40, seed=11)
+
+
+def test_the_views_are_the_controllers_camera_on_the_photos_a_fifth_without_the_sphere(views):
+    rgb, gt = views
+    assert rgb.shape == (40, 64, 64, 3) and rgb.dtype == np.uint8 and gt.shape == (40, 64, 64) and gt.dtype == bool
+    empty = ~gt.any(axis=(1, 2))
+    assert 2 <= empty.sum() <= 16  # about a fifth (20 % of 40, drawn)
+    again_rgb, again_gt = sc.photo_table_views(load_photos("heldout"), 5, seed=11)
+    assert np.array_equal(again_rgb, rgb[:5]) and np.array_equal(again_gt, gt[:5])  # view i: seeds seed + i
+    other, _ = sc.photo_table_views(load_photos("heldout"), 5, seed=12)
+    assert not np.array_equal(other, rgb[:5])
+    with pytest.raises(ValueError, match="n_views"):
+        sc.photo_table_views(load_photos("heldout"), 0)
+    with pytest.raises(ValueError, match="no photos"):
+        sc.photo_table_views([], 3)
+
+
+def test_the_figures_count_found_spheres_by_width_and_false_detections(views):
+    _, gt = views
+    perfect = sc.frame_figures(gt, gt)
+    assert perfect["found_below_6px"] == perfect["found_6px_and_over"] == 1.0
+    assert perfect["false_detection_rate"] == 0.0 and perfect["views"] == 40
+    blind = sc.frame_figures(np.zeros_like(gt), gt)
+    assert blind["found_below_6px"] == blind["found_6px_and_over"] == 0.0 and blind["false_detection_rate"] == 0.0
+    lured = gt.copy()
+    lured[:, 0, 0] = True  # one pixel off the sphere in every view (no sphere touches the image's corner)
+    assert sc.frame_figures(lured, gt)["false_detection_rate"] == 1.0
+
+
+def test_the_picture_shows_the_views_where_the_segmenters_differ_first(views, tmp_path):
+    rgb, gt = views
+    with_sphere = np.flatnonzero(gt.any(axis=(1, 2)))
+    other = gt.copy()
+    other[with_sphere[3]] = False  # the second segmenter misses one sphere the first finds
+    assert list(sc.differing_views({"a": gt, "b": gt}, gt)) == []
+    assert sc.save_scene_picture(rgb, gt, {"a": gt, "b": gt}, tmp_path / "none.png", "t") is None
+    assert list(sc.differing_views({"a": gt, "b": other}, gt)) == [with_sphere[3]]
+    both_miss = other.copy()
+    both_miss[with_sphere[0]] = False
+    lured = gt.copy()
+    lured[with_sphere[0]] = False
+    assert list(sc.differing_views({"a": lured, "b": both_miss}, gt)) == [with_sphere[3], with_sphere[0]]
+    path = sc.save_scene_picture(rgb, gt, {"a": lured, "b": both_miss}, tmp_path / "p.png", "title")
+    assert path is not None and path.stat().st_size > 1000
+    table = sc.format_scene_table({"shipped": sc.frame_figures(gt, gt), "adapted": sc.frame_figures(other, gt)})
+    assert "shipped" in table and "adapted" in table and "1.00" in table
+
+
+def test_the_shipped_segmenter_is_measured_on_the_views(views):
+    rgb, gt = views
+    preds = sc.predict_views({"shipped": ""}, rgb)
+    assert preds["shipped"].shape == gt.shape and preds["shipped"].dtype == bool
+    figures = sc.frame_figures(preds["shipped"], gt)
+    assert figures["found_6px_and_over"] > 0.5  # it sees most larger spheres on the held-out photos
