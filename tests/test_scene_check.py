@@ -3,11 +3,23 @@ the picture of the views where they differ (``adapt``'s check, ``own_scene.py``'
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
 import numpy as np
 import pytest
 
 from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.vision.evaluation import scene_check as sc
+from grasp_s2r.vision.images.backgrounds import load_backgrounds
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+from scene_frames import degraded
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +79,26 @@ def test_the_shipped_segmenter_is_measured_on_the_views(views):
     assert preds["shipped"].shape == gt.shape and preds["shipped"].dtype == bool
     figures = sc.frame_figures(preds["shipped"], gt)
     assert figures["found_6px_and_over"] > 0.5  # it sees most larger spheres on the held-out photos
+
+
+def test_the_benchmark_runs_the_views_through_a_cameras_noise_and_jpeg_and_writes_both(views, tmp_path):
+    rgb, gt = views
+    noisy = degraded(rgb[:6], gt[:6])
+    assert noisy.shape == rgb[:6].shape and noisy.dtype == np.uint8 and not np.array_equal(noisy, rgb[:6])
+    assert np.array_equal(degraded(rgb[:6], gt[:6]), noisy)  # view i: seed i
+
+    def bench(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(BENCH / "scene_frames.py"), *args], check=False,
+                              capture_output=True, text=True, timeout=300)
+
+    missing = bench("shipped", "--photos", str(tmp_path / "missing"), "--views", "4")
+    assert missing.returncode != 0 and "does not exist" in missing.stderr
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for k, img in enumerate(load_backgrounds("heldout")[:2]):
+        cv2.imwrite(str(photos / f"p{k}.png"), img[:, :, ::-1])
+    out = tmp_path / "frames.json"
+    run = bench("shipped", "--photos", str(photos), "--views", "10", "--json", str(out))
+    assert run.returncode == 0, run.stderr[-2000:]
+    figures = json.loads(out.read_text())["figures"]["views"]
+    assert set(figures) == {"clean", "noise_and_jpeg"} and figures["clean"]["shipped"]["views"] == 10

@@ -109,8 +109,9 @@ def _caption(i: int, width_px: float, preds: Mapping[str, np.ndarray], gt: np.nd
 
 def format_scene_table(figures: Mapping[str, Mapping[str, float]]) -> str:
     """One line per segmenter: found below / from 6 px, false detections."""
-    lines = [f"  {'segmenter':10s} {'found < 6 px':>13s} {'found >= 6 px':>14s} {'false det.':>11s}"]
+    w = max(10, *(len(name) for name in figures))
+    lines = [f"  {'segmenter':{w}s} {'found < 6 px':>13s} {'found >= 6 px':>14s} {'false det.':>11s}"]
     for name, f in figures.items():
-        lines.append(f"  {name:10s} {f['found_below_6px']:13.2f} {f['found_6px_and_over']:14.2f} "
+        lines.append(f"  {name:{w}s} {f['found_below_6px']:13.2f} {f['found_6px_and_over']:14.2f} "
                      f"{f['false_detection_rate']:11.2f}")
     return "\n".join(lines)
