@@ -26,7 +26,8 @@ from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.vision.evaluation.scene_check import format_scene_table, frame_figures, photo_table_views, predict_views
 from grasp_s2r.vision.images.augment import AugmentConfig, Augmenter
 
-CAMERA_DEGRADATIONS = AugmentConfig(color_jitter_prob=0.0, affine_prob=0.0, blur_prob=0.0, noise_prob=1.0, jpeg_prob=1.0)
+CAMERA_DEGRADATIONS = AugmentConfig(color_jitter_prob=0.0, affine_prob=0.0, blur_prob=0.0, noise_prob=1.0,
+                                    jpeg_prob=1.0)
 """The recipe's sensor noise and JPEG, each on every view (their default ranges)."""
 
 

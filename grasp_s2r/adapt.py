@@ -15,8 +15,9 @@ load, stage seconds, the scene check) and ``run.json`` (the adaptation's identit
 options are refused before any stage runs). After a fine-tune, the scene check
 (:mod:`grasp_s2r.vision.evaluation.scene_check`) compares the shipped and the fine-tuned segmenter frame by frame on
 ``check_views`` sim views with your photos as the table (``check_photos``, by default the photos it trained on) and
-draws the views where they differ (``scene_check.png``). Use them with ``grasp-s2r eval --vision OUT/segmenter/model.pt [--policy
-OUT/controller/policy.pt] --backgrounds YOUR_TEST_PHOTOS`` or ``GraspAgent.load(segmenter=..., controller=...)``.
+draws the views where they differ (``scene_check.png``). Use them with ``grasp-s2r eval --vision
+OUT/segmenter/model.pt [--policy OUT/controller/policy.pt] --backgrounds YOUR_TEST_PHOTOS`` or
+``GraspAgent.load(segmenter=..., controller=...)``.
 Re-running the same command resumes the stage it stopped in. What it buys is measured by
 ``benchmarks/own_scene.py`` (each photo of a set cut into a part to adapt on and a part to test on).
 """
@@ -129,6 +130,7 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
         t = time.perf_counter()
         vision = str(_fine_tune_segmenter(cfg, Path(photos), out / "segmenter", progress))
         seconds["segmenter"] = time.perf_counter() - t
+    (out / "scene_check.png").unlink(missing_ok=True)  # a picture of an earlier check is not this run's
     check = _scene_check(cfg, vision, out, progress) if vision and cfg.check_views else None
     if cfg.rounds:
         t = time.perf_counter()

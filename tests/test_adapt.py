@@ -101,6 +101,7 @@ def test_adapt_by_default_fine_tunes_the_segmenter_and_keeps_the_shipped_control
     off = _adapt("--photos", str(photos), "--out", str(out), "--segmenter-steps", "2", "--check-views", "0",
                  "--no-progress")
     assert off.returncode == 0 and json.loads((out / "adapt.json").read_text())["scene_check"] is None
+    assert not (out / "scene_check.png").exists()  # no picture of an earlier check left beside a record without one
 
 
 @pytest.mark.parametrize("photos, message", [

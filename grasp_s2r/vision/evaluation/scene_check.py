@@ -34,7 +34,8 @@ def photo_table_views(photos: list[np.ndarray], n_views: int, seed: int = SCENE_
         raise ValueError("no photos to make the table of")
     sampler = SimViewSampler(control_env_config(), ViewConfig(empty_prob=0.2), table_photos=photos, texture_seed=seed)
     try:
-        frames = [sampler.render(seed + i, np.random.default_rng([seed, i]), photo_table=np.random.default_rng([seed, i, 1]))
+        frames = [sampler.render(seed + i, np.random.default_rng([seed, i]),
+                                 photo_table=np.random.default_rng([seed, i, 1]))
                   for i in tqdm(range(n_views), desc="scene views", unit="view", disable=not progress, leave=False)]
     finally:
         sampler.close()
