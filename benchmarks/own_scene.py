@@ -8,8 +8,9 @@ For every photo set (a folder of your photos of one scene; never the reserved KD
 parts show the same scene as the tuning parts but never the same pixels. Then
 
 1. the shipped system (segmenter + controller, untouched) is evaluated on the test parts;
-2. ``grasp-s2r adapt --photos OUT/<set>/tune --out OUT/<set>/adapted`` runs, timed (the issue's budget: 15 minutes
-   on 2 cores);
+2. ``grasp-s2r adapt --photos OUT/<set>/tune --check-photos OUT/<set>/test --out OUT/<set>/adapted`` runs, timed
+   (the issue's budget: 15 minutes on 2 cores; its scene check draws where the two segmenters differ on the test
+   parts, ``OUT/<set>/adapted/scene_check.png``);
 3. the adapted system (its segmenter, the shipped one with ``--segmenter-steps 0``; its controller, the shipped one
    with ``--rounds 0``, the default) is evaluated
    on the same test parts, the same episodes
@@ -105,14 +106,15 @@ def frame_metrics(visions: dict[str, str], test: Path, n_views: int) -> dict[str
     return {name: frame_figures(pred, gt) for name, pred in predict_views(visions, rgb).items()}
 
 
-def adapt(tune: Path, out: Path, extra: list[str]) -> tuple[dict, float]:
-    """``grasp-s2r adapt`` on the tuning parts (timed), or its record when ``out`` holds a finished one."""
+def adapt(tune: Path, test: Path, out: Path, extra: list[str]) -> tuple[dict, float]:
+    """``grasp-s2r adapt`` on the tuning parts (timed; its scene check on the test parts), or its record when ``out``
+    holds a finished one."""
     record = out / "adapt.json"
     if record.is_file():
         print(f"{record} exists: re-evaluated, not re-trained", flush=True)
         return json.loads(record.read_text()), float("nan")
     cmd = [sys.executable, "-m", "grasp_s2r", "adapt", "--photos", str(tune), "--out", str(out), "--no-progress",
-           *extra]
+           "--check-photos", str(test), *extra]
     print("$ " + shlex.join(cmd), flush=True)
     t = time.perf_counter()
     subprocess.run(cmd, check=True)
@@ -150,7 +152,7 @@ def main() -> int:
         print(f"\n=== {name}: {n} photos, tune {args.tune_share:.0%} / test {1 - args.tune_share:.0%} of each ===",
               flush=True)
         shipped = evaluate(str(default_controller_path()), "", test, args.episodes, args.workers)
-        record, seconds = adapt(tune, args.out / name / "adapted", shlex.split(args.adapt_args))
+        record, seconds = adapt(tune, test, args.out / name / "adapted", shlex.split(args.adapt_args))
         vision = "" if record["segmenter"] == "shipped" else record["segmenter"]
         policy = str(default_controller_path()) if record["controller"] == "shipped" else record["controller"]
         adapted = evaluate(policy, vision, test, args.episodes, args.workers)
