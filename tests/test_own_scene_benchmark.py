@@ -48,3 +48,6 @@ def test_a_gain_of_exactly_the_target_counts_as_met():
     assert not gain_met({"successes": 97, "episodes": 100}, shipped)
     assert gain_met({"successes": 294, "episodes": 300}, {"successes": 279, "episodes": 300})
     assert not gain_met({"successes": 293, "episodes": 300}, {"successes": 279, "episodes": 300})
+    # a few episodes: no gain is no gain (0.05 x 2 x 2 episodes once rounded to nothing)
+    assert not gain_met({"successes": 2, "episodes": 2}, {"successes": 2, "episodes": 2})
+    assert gain_met({"successes": 2, "episodes": 2}, {"successes": 1, "episodes": 2})
