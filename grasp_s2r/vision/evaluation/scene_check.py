@@ -79,16 +79,15 @@ def differing_views(preds: Mapping[str, np.ndarray], gt: np.ndarray, n: int = 12
 
 def save_scene_picture(rgb: np.ndarray, gt: np.ndarray, preds: Mapping[str, np.ndarray], path: Path | str,
                        title: str, n: int = 12) -> Path | None:
-    """Rows: the views (the sphere's outline in the image row's caption), then each segmenter's overlay on them
-    (green found, red off the sphere, blue missed), over the views of :func:`differing_views`; None when every
-    segmenter gets every view right (nothing to show)."""
+    """Rows: the views (each captioned with the sphere's width, who misses it and who fires off it), then each
+    segmenter's overlay on them (green on the sphere, red off it, blue missed), over the views of
+    :func:`differing_views`; None when every segmenter gets every view right (nothing to show)."""
     from grasp_s2r.drawing import image_rows, overlay_tile, save_figure
     from grasp_s2r.vision.evaluation.metrics import mask_width_px
 
     idx = differing_views(preds, gt, n)
     if not len(idx):
         return None
-
     captions = {"view": [_caption(i, float(w), preds, gt) for i, w in zip(idx, mask_width_px(gt[idx]), strict=True)]}
     rows = {"view": [rgb[i] for i in idx]}
     for name, pred in preds.items():
