@@ -131,7 +131,7 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
         vision = str(_fine_tune_segmenter(cfg, Path(photos), out / "segmenter", progress))
         seconds["segmenter"] = time.perf_counter() - t
     (out / "scene_check.png").unlink(missing_ok=True)  # a picture of an earlier check is not this run's
-    check = _scene_check(cfg, vision, out, progress) if vision and cfg.check_views else None
+    check = _scene_check(cfg, photos, vision, out, progress) if vision and cfg.check_views else None
     if cfg.rounds:
         t = time.perf_counter()
         print(f"adapt: training the controller over {'the fine-tuned' if vision else 'the shipped'} segmenter's "
@@ -159,14 +159,15 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
     return record
 
 
-def _scene_check(cfg: AdaptConfig, vision: str, out: Path, progress: bool) -> dict:
-    """The shipped and the fine-tuned segmenter on the same views of your scene: printed, drawn, returned."""
+def _scene_check(cfg: AdaptConfig, trained: str, vision: str, out: Path, progress: bool) -> dict:
+    """The shipped and the fine-tuned segmenter on the same views of your scene (``trained``: the resolved folder the
+    fine-tune trained on): printed, drawn, returned."""
     from grasp_s2r.runtime.conditions import load_photos
     from grasp_s2r.vision.evaluation import scene_check as sc
 
-    photos = str(Path(cfg.check_photos or cfg.photos).resolve())
-    trained_on = not cfg.check_photos or photos == str(Path(cfg.photos).resolve())
-    rgb, gt = sc.photo_table_views(load_photos(photos), cfg.check_views, seed=sc.SCENE_VIEW_SEED, progress=progress)
+    photos = str(Path(cfg.check_photos).resolve()) if cfg.check_photos else trained
+    trained_on = photos == trained
+    rgb, gt = sc.photo_table_views(load_photos(photos), cfg.check_views, progress=progress)
     preds = sc.predict_views({"shipped": "", "adapted": vision}, rgb)
     figures = {name: sc.frame_figures(pred, gt) for name, pred in preds.items()}
     whose = "the photos it trained on: flattering" if trained_on else "photos it never trained on"
