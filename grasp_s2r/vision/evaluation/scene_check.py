@@ -65,11 +65,17 @@ def predict_views(segmenters: Mapping[str, str], rgb: np.ndarray) -> dict[str, n
             for name, path in segmenters.items()}
 
 
+def _outcomes(preds: Mapping[str, np.ndarray], gt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per segmenter and view (bool (S, N)): its mask touches the sphere (found), its mask has pixels off it (fired)."""
+    found = np.stack([(p & gt).any(axis=(1, 2)) for p in preds.values()])
+    fired = np.stack([(p & ~gt).any(axis=(1, 2)) for p in preds.values()])
+    return found, fired
+
+
 def differing_views(preds: Mapping[str, np.ndarray], gt: np.ndarray, n: int = 12) -> np.ndarray:
     """Indices of up to ``n`` views, those where the segmenters' outcomes differ first (one finds the sphere and
     another not, or one fires off it and another not), then the views any of them gets wrong, in view order."""
-    found = np.stack([(p & gt).any(axis=(1, 2)) for p in preds.values()])
-    fired = np.stack([(p & ~gt).any(axis=(1, 2)) for p in preds.values()])
+    found, fired = _outcomes(preds, gt)
     differ = (found.any(0) & ~found.all(0)) | (fired.any(0) & ~fired.all(0))
     has_sphere = gt.any(axis=(1, 2))
     wrong = (has_sphere & ~found.all(0)) | fired.any(0)
@@ -88,7 +94,11 @@ def save_scene_picture(rgb: np.ndarray, gt: np.ndarray, preds: Mapping[str, np.n
     idx = differing_views(preds, gt, n)
     if not len(idx):
         return None
-    captions = {"view": [_caption(i, float(w), preds, gt) for i, w in zip(idx, mask_width_px(gt[idx]), strict=True)]}
+    found, fired = _outcomes(preds, gt)
+    names = list(preds)
+    captions = {"view": [_caption(float(w), [n for n, f in zip(names, found[:, i], strict=True) if not f],
+                                  [n for n, f in zip(names, fired[:, i], strict=True) if f], len(names))
+                         for i, w in zip(idx, mask_width_px(gt[idx]), strict=True)]}
     rows = {"view": [rgb[i] for i in idx]}
     for name, pred in preds.items():
         rows[name] = [overlay_tile(rgb[i], pred[i], gt[i]) for i in idx]
@@ -96,14 +106,12 @@ def save_scene_picture(rgb: np.ndarray, gt: np.ndarray, preds: Mapping[str, np.n
     return save_figure(image_rows(rows, suptitle=f"{title}\n{legend}", captions=captions, tile_in=1.6), path)
 
 
-def _caption(i: int, width_px: float, preds: Mapping[str, np.ndarray], gt: np.ndarray) -> str:
-    """The sphere's width in view ``i``, then who misses it and who fires off it."""
-    missed = [n for n, p in preds.items() if width_px > 0 and not (p[i] & gt[i]).any()]
-    off = [n for n, p in preds.items() if (p[i] & ~gt[i]).any()]
+def _caption(width_px: float, missed: list[str], off: list[str], n_segmenters: int) -> str:
+    """A view's caption: the sphere's width, then who misses it (only where it is there) and who fires off it."""
     lines = [f"{width_px:.0f} px" if width_px > 0 else "no sphere"]
-    for what, names in (("missed", missed), ("off it", off)):
+    for what, names in (("missed", missed if width_px > 0 else []), ("off it", off)):
         if names:
-            lines.append(f"{what}: {'all' if len(names) == len(preds) > 1 else ', '.join(names)}")
+            lines.append(f"{what}: {'all' if len(names) == n_segmenters > 1 else ', '.join(names)}")
     return "\n".join(lines)
 
 
