@@ -124,6 +124,7 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
     out = Path(cfg.out)  # made by adapt's ArtifactFolder
     photos = str(Path(cfg.photos).resolve())
     _open_run(cfg, out, photos)
+    earlier = _earlier_seconds(out)
     seconds: dict[str, float] = {}
     vision = ""
     if cfg.segmenter_steps:
@@ -147,16 +148,28 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
         controller, selected_round = str(d.policy_path), d.selected_round
     else:
         controller, selected_round = "shipped", None
+    this_run = sum(seconds.values())
+    seconds = {stage: earlier.get(stage, 0.0) + seconds.get(stage, 0.0) for stage in seconds}
     record = {"format": "grasp_s2r.adapt", "format_version": ADAPT_FORMAT_VERSION, "package_version": __version__,
               "config": asdict(cfg), "photos": photos, "controller": controller,
               "segmenter": vision or "shipped", "segmenter_steps_trained": _steps_trained(out / "segmenter"),
               "selected_round": selected_round, "seconds": seconds, "scene_check": check}
     atomic_write(out / "adapt.json", json.dumps(record, indent=2).encode())
     how = (f" --vision {vision}" if vision else "") + (f" --policy {controller}" if cfg.rounds else "")
-    print(f"adapt: finished in {sum(seconds.values()) / 60:.1f} min; segmenter {vision or 'shipped'}, controller "
+    took = f"{sum(seconds.values()) / 60:.1f} min" + (f" in all, {this_run / 60:.1f} min this run" if earlier else "")
+    print(f"adapt: finished in {took}; segmenter {vision or 'shipped'}, controller "
           f"{controller}\n  grasp-s2r eval{how} --backgrounds YOUR_TEST_PHOTOS --conditions "
           "table-photo,heldout-backgrounds", flush=True)
     return record
+
+
+def _earlier_seconds(out: Path) -> dict[str, float]:
+    """The stage seconds a finished earlier run of this adaptation recorded in ``OUT/adapt.json`` ({} when none): a
+    re-run resumes its finished stages in no time, and adds its own seconds to theirs instead of replacing them."""
+    try:
+        return {k: float(v) for k, v in json.loads((out / "adapt.json").read_text())["seconds"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 def _scene_check(cfg: AdaptConfig, trained: str, vision: str, out: Path, progress: bool) -> dict:

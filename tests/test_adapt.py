@@ -92,12 +92,16 @@ def test_adapt_by_default_fine_tunes_the_segmenter_and_keeps_the_shipped_control
     # finished, not retrained)
     kept = _scene(tmp_path / "kept", n=2)
     model = (out / "segmenter" / "model.pt").read_bytes()
+    fine_tune_s = record["seconds"]["segmenter"]
     again = _adapt("--photos", str(photos), "--out", str(out), "--segmenter-steps", "2", "--check-views", "10",
                    "--check-photos", str(kept), "--no-progress")
     assert again.returncode == 0, again.stderr[-2000:]
     check = json.loads((out / "adapt.json").read_text())["scene_check"]
     assert not check["trained_on"] and check["photos"] == str(kept.resolve()) and check["views"] == 10
     assert "never trained on" in again.stdout and (out / "segmenter" / "model.pt").read_bytes() == model
+    # the re-run's stage resumed finished in no time: its seconds add to the fine-tune's, not replace them
+    assert json.loads((out / "adapt.json").read_text())["seconds"]["segmenter"] >= fine_tune_s > 0
+    assert "min in all" in again.stdout and "this run" in again.stdout
     off = _adapt("--photos", str(photos), "--out", str(out), "--segmenter-steps", "2", "--check-views", "0",
                  "--no-progress")
     assert off.returncode == 0 and json.loads((out / "adapt.json").read_text())["scene_check"] is None
