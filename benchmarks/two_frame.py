@@ -2,10 +2,12 @@
 the colours hide? Fine-tune the shipped segmenter with the warped previous frame as three more input channels
 (``UNet(previous=...)``: the warped frame itself, or the image less it; their weights start at zero, so training
 starts from the shipped function), or without them (the control: the same batches, the image alone).
+``--from-scratch`` trains the same network from random weights instead (learning rate 3e-3, ``train-vision``'s
+for random weights, unless ``--lr`` is given): a network that has the cue from its first step.
 
     python benchmarks/two_frame.py --out RUN --pairs PAIRS.npz [--episodes 600] [--share 0.5] [--steps 3000]
         [--lr 3e-4] [--every 2] [--previous-as difference|frame] [--hard-share 0] [--colour-dropout 0]
-        [--no-previous] [--seed 1]
+        [--no-previous] [--from-scratch] [--seed 1]
 
 The frame pairs come from the shipped system's own episodes on the training tables (``--pairs``: made once,
 then read by every run): ``table-photo-train`` (the embedded training photos as the table), ``sim-render`` and
@@ -94,7 +96,10 @@ def main() -> int:
     p.add_argument("--every", type=int, default=2, help="keep every N-th frame of an episode (when made)")
     p.add_argument("--share", type=float, default=0.5, help="share of each batch from the pairs")
     p.add_argument("--steps", type=int, default=3000)
-    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--lr", type=float, default=None,
+                   help="peak learning rate (default 3e-4 fine-tuning, 3e-3 with --from-scratch)")
+    p.add_argument("--from-scratch", action="store_true",
+                   help="random weights, the shipped network's architecture, instead of the shipped weights")
     p.add_argument("--no-previous", action="store_true", help="the control: the image alone, the same batches")
     p.add_argument("--previous-as", default="difference", choices=PREVIOUS_INPUTS[1:],
                    help="what the extra channels hold: the warped previous frame or the image less it")
@@ -105,6 +110,8 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
+    if args.lr is None:
+        args.lr = 3e-3 if args.from_scratch else 3e-4
     if not all(0.0 <= v <= 1.0 for v in (args.share, args.hard_share, args.colour_dropout)):
         p.error("--share, --hard-share and --colour-dropout must be in [0, 1]")
     if args.colour_dropout and (args.no_previous or args.previous_as != "difference"):
@@ -132,15 +139,20 @@ def main() -> int:
     shipped = default_checkpoint_path()
     init = read_checkpoint(shipped)
     data = recipe_of(shipped)
-    cfg = SegmenterTrainConfig(steps=args.steps, lr=args.lr, seed=args.seed, init_checkpoint=str(shipped), data=data)
+    cfg = SegmenterTrainConfig(steps=args.steps, lr=args.lr, seed=args.seed,
+                               init_checkpoint="" if args.from_scratch else str(shipped), data=data)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
-    model = Segmenter.from_checkpoint(init, "cpu", shipped).model
     if not args.no_previous:
         init = {**init, "arch_kwargs": {**init["arch_kwargs"], "previous": args.previous_as}}
-        wide = UNet(**init["arch_kwargs"])
-        load_widened(wide, model.state_dict())
-        model = wide
+    if args.from_scratch:
+        model = UNet(**init["arch_kwargs"])
+    else:
+        model = Segmenter.from_checkpoint(read_checkpoint(shipped), "cpu", shipped).model
+        if not args.no_previous:
+            wide = UNet(**init["arch_kwargs"])
+            load_widened(wide, model.state_dict())
+            model = wide
     loader = composite_batches(data, args.seed, args.steps, n_comp)
     augment = Augmenter(data.augment)
     rng = np.random.default_rng(args.seed)
@@ -172,12 +184,14 @@ def main() -> int:
             ys.append(torch.from_numpy(np.stack(truth)[:, None].astype(np.float32)))
         return torch.cat(xs), torch.cat(ys)
 
-    history = fine_tune(model, next_batch, cfg, desc="two-frame fine-tune" if not args.no_previous else "control")
+    history = fine_tune(model, next_batch, cfg, desc=("two-frame" if not args.no_previous else "control")
+                        + (" from scratch" if args.from_scratch else " fine-tune"))
     config = {**init["config"], "two_frame": {"pairs": str(args.pairs), "frames": len(pairs["rgb"]),
                                               "share": args.share, "hard_share": args.hard_share,
                                               "colour_dropout": args.colour_dropout,
                                               "previous": "" if args.no_previous else args.previous_as,
                                               "steps": args.steps, "lr": args.lr, "seed": args.seed,
+                                              "from_scratch": args.from_scratch,
                                               "command": " ".join(sys.argv)}}
     write_run(args.out, model, init, config, args.steps, history)
     print(f"two_frame: wrote {args.out / 'model.pt'} in {(time.perf_counter() - t0) / 60:.1f} min", flush=True)
