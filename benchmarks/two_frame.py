@@ -143,12 +143,13 @@ def main() -> int:
                                init_checkpoint="" if args.from_scratch else str(shipped), data=data)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
+    plain = init
     if not args.no_previous:
         init = {**init, "arch_kwargs": {**init["arch_kwargs"], "previous": args.previous_as}}
     if args.from_scratch:
         model = UNet(**init["arch_kwargs"])
     else:
-        model = Segmenter.from_checkpoint(read_checkpoint(shipped), "cpu", shipped).model
+        model = Segmenter.from_checkpoint(plain, "cpu", shipped).model
         if not args.no_previous:
             wide = UNet(**init["arch_kwargs"])
             load_widened(wide, model.state_dict())
