@@ -18,8 +18,9 @@ dropped as too small starts the filter's low look, as a spot given up does (``co
 filter alone (the episodes of the count above). Every row runs with one env process: the segmenter and controller then see batches of one, so an
 episode's steps do not depend on which other episode shares its batch (with two processes a change in one episode's
 length changes the float sums of the others' forward passes; docs/control.md, *Known limits*), and each row after the
-first prints the episodes it grasps that the first does not (won) and the other way (lost). ``DIR``: validation
-photos, never the held-out ones. Writes ``runs/benchmarks/blob_size.json`` (``--save``: ``benchmarks/results/``).
+first prints the episodes it grasps that the first does not (won) and the other way (lost), and in how many of those
+lost the check would drop a blob of the sphere in the shipped filter's episode (its first sighting in how many).
+``DIR``: validation photos, never the held-out ones. Writes ``runs/benchmarks/blob_size.json`` (``--save``: ``benchmarks/results/``).
 Not shipped: docs/experiments/vision.md, *Blob size*.
 """
 
@@ -132,19 +133,23 @@ def filter_class(cls: type[ParallaxFilter]):
         pool_module.ParallaxFilter = before
 
 
-def blob_tables(records, camera: CameraConfig, scene: SceneConfig) -> dict:
+def blob_tables(records, camera: CameraConfig, scene: SceneConfig) -> tuple[dict, dict[int, list]]:
     """Blob-frames of the records' input masks (open gripper, off the border) on the sphere and off it, by ratio and
-    by TCP height."""
+    by TCP height; and per seed the sphere's blobs as the shipped filter's episode saw them, [step, ratio, expected
+    width px, first sighting of the episode] each, from which a row's lost episodes are told apart."""
     rows = []  # (ratio, height_m, on_sphere)
+    sightings: dict[int, list] = {}
     for r in records:
-        a = r.arrays
-        for mask, gt, p in zip(a["input_mask"], a["sphere_mask"], a["proprio"]):
+        a, seen = r.arrays, sightings.setdefault(r.request.seed, [])
+        for step, (mask, gt, p) in enumerate(zip(a["input_mask"], a["sphere_mask"], a["proprio"])):
             if not np.any(mask) or p[GRIPPER_CLOSED_INDEX] >= 0.5:
                 continue
             b = blob_ratios(mask, p, camera, scene)
             on = [bool(np.any((b["labels"] == k + 1) & np.asarray(gt, bool))) for k in range(len(b["ratio"]))]
             rows += [(q, float(p[TCP_INDEX][2]), o) for q, e, o in zip(b["ratio"], b["edge"], on)
                      if np.isfinite(q) and not e]
+            seen += [[step, float(q), float(x), not seen] for q, x, e, o in
+                     zip(b["ratio"], b["expected_px"], b["edge"], on) if o and np.isfinite(q) and not e]
     q = np.array([r[0] for r in rows]); z = np.array([r[1] for r in rows]); on = np.array([r[2] for r in rows], bool)
     by_ratio = [{"ratio": [lo, hi], "sphere": int((on & (q >= lo) & (q < hi)).sum()),
                  "lure": int((~on & (q >= lo) & (q < hi)).sum())} for lo, hi in itertools.pairwise(RATIO_BINS)]
@@ -160,7 +165,16 @@ def blob_tables(records, camera: CameraConfig, scene: SceneConfig) -> dict:
     quantiles = {name: {str(p): float(np.percentile(q[kind], p)) for p in (1, 5, 25, 50, 75, 95, 99)}
                  for name, kind in (("sphere", on), ("lure", ~on)) if kind.any()}
     return {"blob_frames": {"sphere": int(on.sum()), "lure": int((~on).sum())}, "by_ratio": by_ratio,
-            "by_height": by_height, "quantiles": quantiles}
+            "by_height": by_height, "quantiles": quantiles}, sightings
+
+
+def sphere_dropped(cls: type[ParallaxFilter], sightings: list) -> tuple[bool, bool]:
+    """Whether a size check ``cls`` would have dropped one of the sphere's blobs of the shipped filter's episode
+    (:func:`blob_tables`' sightings), and whether that blob was the episode's first sighting of it."""
+    if cls is ParallaxFilter:
+        return False, False
+    hit = [first for _, q, x, first in sightings if (q < cls.lo and x >= cls.min_px) or q > cls.hi]
+    return bool(hit), any(hit)
 
 
 def _share(x: float | None) -> str:
@@ -194,7 +208,7 @@ def main() -> int:
     rows, first = [], None
     with RolloutPool(env, 1) as pool:
         recs = pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc="blobs", parallax=SHIPPED)
-        tables = blob_tables(recs, env.camera, env.scene)
+        tables, sightings = blob_tables(recs, env.camera, env.scene)
         shipped = success_counts(recs)
         shipped["success_by_episode"] = [bool(r.success) for r in recs]
         del recs
@@ -220,8 +234,13 @@ def main() -> int:
             if first is not None:
                 won = [requests[i].seed for i, (a, b) in enumerate(zip(first, v["success_by_episode"])) if b and not a]
                 lost = [requests[i].seed for i, (a, b) in enumerate(zip(first, v["success_by_episode"])) if a and not b]
-                v["paired_vs_first_row"] = {"won": won, "lost": lost}
-                paired = f"   against the first row: {len(won)} won, {len(lost)} lost"
+                hits = [sphere_dropped(cls, sightings[seed]) for seed in lost]
+                v["paired_vs_first_row"] = {"won": won, "lost": lost,
+                                            "lost_with_a_sphere_blob_dropped": sum(h for h, _ in hits),
+                                            "of_them_its_first_sighting": sum(f for _, f in hits)}
+                paired = (f"   against the first row: {len(won)} won, {len(lost)} lost (in {sum(h for h, _ in hits)} "
+                          f"of them the check drops a blob of the sphere of the shipped episode, the first sighting "
+                          f"in {sum(f for _, f in hits)})")
             else:
                 first = v["success_by_episode"]
             print(f"{row:16s} {cond.name:20s} {format_rate(v['successes'], v['episodes'])}{paired}", flush=True)
