@@ -2,7 +2,7 @@
 sphere, and what dropping the blobs too small or too large for a sphere buys the shipped system, on validation
 episodes.
 
-    python benchmarks/blob_size.py --photos DIR [--rows off,0.5/1.6,0/1.6,0.5/99/6,0.5/99/6/look]
+    python benchmarks/blob_size.py --photos DIR [--rows off,0.5/1.6,0/1.6,0.5/99/6,0.5/99/6/look,stay+3]
         [--condition table-photo-unseen] [--episodes 300] [--save]
 
 The sphere's size is known (``SceneConfig.sphere_diameter_m``) and so is where the camera is (the TCP's position,
@@ -14,8 +14,9 @@ input masks (open gripper, not touching the image's border) is counted as on the
 ground-truth sphere), by ratio and TCP height. Then each ``--rows`` row runs the same episodes with the shipped
 filter and, before it, a size check (:class:`SizeChecked`): ``LO/HI[/MIN_PX[/look]]`` drops the blobs whose ratio is
 below LO (only where the expected width is at least MIN_PX, default 0) or above HI; with ``look`` each new table spot
-dropped as too small starts the filter's low look, as a spot given up does (``control.look``); ``off`` is the shipped
-filter alone (the episodes of the count above). Every row runs with one env process: the segmenter and controller then see batches of one, so an
+dropped as too small starts the filter's low look, as a spot given up does (``control.look``); ``stay+N`` drops
+nothing and gives lures up sooner where they are specks (:class:`SpeckStays`: a low step over a blob under half the
+sphere's width, and none of its width, counts N more hovered steps); ``off`` is the shipped filter alone (the episodes of the count above). Every row runs with one env process: the segmenter and controller then see batches of one, so an
 episode's steps do not depend on which other episode shares its batch (with two processes a change in one episode's
 length changes the float sums of the others' forward passes; docs/control.md, *Known limits*), and each row after the
 first prints the episodes it grasps that the first does not (won) and the other way (lost), and in how many of those
@@ -111,13 +112,35 @@ class SizeChecked(ParallaxFilter):
         return self.look.action(proprio, given_up + len(self.small_spots))
 
 
+class SpeckStays(ParallaxFilter):
+    """The shipped filter, its hovered spots given up sooner over specks: each low, open-gripper step whose mask
+    shows, within the hovered rule's radius of the stay's anchor, a blob under half the sphere's width (where it would
+    be 6 px wide or more) and no blob of the sphere's width counts ``extra`` steps more. Nothing is dropped."""
+
+    extra = 0
+
+    def filter(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
+        mask, p, h = np.asarray(mask, dtype=bool), np.asarray(proprio, dtype=float), self.hovered
+        if (h is not None and h._anchor is not None and mask.any() and p[GRIPPER_CLOSED_INDEX] < 0.5
+                and p[TCP_INDEX][2] < h.height_m):
+            b = blob_ratios(mask, p, self.camera, self.scene)
+            seen = np.isfinite(b["ratio"]) & (np.hypot(*(b["table_xy_m"] - h._anchor).T) <= h.radius_m)
+            speck = seen & ~b["edge"] & (b["ratio"] < 0.5) & (b["expected_px"] >= 6.0)
+            if speck.any() and not (seen & (b["ratio"] >= 0.5)).any():
+                h._count += self.extra
+        return super().filter(mask, p)
+
+
 def size_checked(row: str) -> type[ParallaxFilter]:
-    """The filter class of a ``--rows`` entry: ``off`` or ``LO/HI[/MIN_PX[/look]]``."""
+    """The filter class of a ``--rows`` entry: ``off``, ``LO/HI[/MIN_PX[/look]]`` or ``stay+N``."""
     if row == "off":
         return ParallaxFilter
+    if row.startswith("stay+"):
+        return type(f"SpeckStays_{row[5:]}", (SpeckStays,), {"extra": int(row[5:])})
     parts = row.split("/")
     if not 2 <= len(parts) <= 4 or (len(parts) == 4 and parts[3] != "look"):
-        raise ValueError(f"--rows takes off or LO/HI[/MIN_PX[/look]], e.g. 0.5/1.6 or 0.5/99/6/look; got {row!r}")
+        raise ValueError(f"--rows takes off, LO/HI[/MIN_PX[/look]] or stay+N, e.g. 0.5/1.6, 0.5/99/6/look, stay+3; "
+                         f"got {row!r}")
     lo, hi = float(parts[0]), float(parts[1])
     attrs = {"lo": lo, "hi": hi, "min_px": float(parts[2]) if len(parts) > 2 else 0.0, "look_on_drop": len(parts) == 4}
     return type("SizeChecked_" + row.replace("/", "_").replace(".", "p"), (SizeChecked,), attrs)
@@ -171,7 +194,7 @@ def blob_tables(records, camera: CameraConfig, scene: SceneConfig) -> tuple[dict
 def sphere_dropped(cls: type[ParallaxFilter], sightings: list) -> tuple[bool, bool]:
     """Whether a size check ``cls`` would have dropped one of the sphere's blobs of the shipped filter's episode
     (:func:`blob_tables`' sightings), and whether that blob was the episode's first sighting of it."""
-    if cls is ParallaxFilter:
+    if not issubclass(cls, SizeChecked):  # nothing dropped
         return False, False
     hit = [first for _, q, x, first in sightings if (q < cls.lo and x >= cls.min_px) or q > cls.hi]
     return bool(hit), any(hit)
@@ -187,7 +210,7 @@ def main() -> int:
     p.add_argument("--condition", default="table-photo-unseen", help="validation condition (default table-photo-unseen)")
     p.add_argument("--episodes", type=int, default=300, help="validation episodes (default 300)")
     p.add_argument("--rows", default="off,0.5/1.6,0/1.6,0.5/99/6,0.5/99/6/look",
-                   help="comma-separated rows: off (the shipped filter) or LO/HI[/MIN_PX[/look]] (default "
+                   help="comma-separated rows: off (the shipped filter), LO/HI[/MIN_PX[/look]] or stay+N (default "
                         "off,0.5/1.6,0/1.6,0.5/99/6,0.5/99/6/look)")
     add_json_argument(p, "blob_size")
     args = p.parse_args()
@@ -238,9 +261,10 @@ def main() -> int:
                 v["paired_vs_first_row"] = {"won": won, "lost": lost,
                                             "lost_with_a_sphere_blob_dropped": sum(h for h, _ in hits),
                                             "of_them_its_first_sighting": sum(f for _, f in hits)}
-                paired = (f"   against the first row: {len(won)} won, {len(lost)} lost (in {sum(h for h, _ in hits)} "
-                          f"of them the check drops a blob of the sphere of the shipped episode, the first sighting "
-                          f"in {sum(f for _, f in hits)})")
+                paired = f"   against the first row: {len(won)} won, {len(lost)} lost"
+                if issubclass(cls, SizeChecked):
+                    paired += (f" (in {sum(h for h, _ in hits)} of them the check drops a blob of the sphere of the "
+                               f"shipped episode, the first sighting in {sum(f for _, f in hits)})")
             else:
                 first = v["success_by_episode"]
             print(f"{row:16s} {cond.name:20s} {format_rate(v['successes'], v['episodes'])}{paired}", flush=True)
