@@ -9,20 +9,21 @@ The sphere's size is known (``SceneConfig.sphere_diameter_m``) and so is where t
 ``control.wrist_geometry``): a blob's centroid, cast onto the plane of the sphere's centre, gives the distance at
 which a sphere there would be seen and so its width in pixels (the pinhole model,
 ``vision.testsets.painted_sizes.sphere_diameter_px``). A blob's *ratio* is its width (the diameter of a disc of its
-area) over that expected width. First the shipped system runs the episodes as shipped, and every blob of its
-input masks (open gripper, not touching the image's border) is counted as on the sphere or a lure (off the
-ground-truth sphere), by ratio and TCP height. Then each ``--rows`` row runs the same episodes with the shipped
-filter and, before it, a size check (:class:`SizeChecked`): ``LO/HI[/MIN_PX[/look]]`` drops the blobs whose ratio is
-below LO (only where the expected width is at least MIN_PX, default 0) or above HI; with ``look`` each new table spot
-dropped as too small starts the filter's low look, as a spot given up does (``control.look``); ``stay+N`` drops
-nothing and gives lures up sooner where they are specks (:class:`SpeckStays`: a low step over a blob under half the
-sphere's width, and none of its width, counts N more hovered steps); ``off`` is the shipped filter alone (the episodes of the count above). Every row runs with one env process: the segmenter and controller then see batches of one, so an
-episode's steps do not depend on which other episode shares its batch (with two processes a change in one episode's
-length changes the float sums of the others' forward passes; docs/control.md, *Known limits*), and each row after the
-first prints the episodes it grasps that the first does not (won) and the other way (lost), and in how many of those
-lost the check would drop a blob of the sphere in the shipped filter's episode (its first sighting in how many).
-``DIR``: validation photos, never the held-out ones. Writes ``runs/benchmarks/blob_size.json`` (``--save``: ``benchmarks/results/``).
-Not shipped: docs/experiments/vision.md, *Blob size*.
+area) over that expected width. First the shipped system runs the episodes as shipped, and every blob of its input
+masks (open gripper, not touching the image's border) is counted as on the sphere or a lure (off the ground-truth
+sphere), by ratio and TCP height. Then each ``--rows`` row runs the same episodes with the shipped filter and, before
+it, a size check (:class:`SizeChecked`): ``LO/HI[/MIN_PX[/look]]`` drops the blobs whose ratio is below LO (only where
+the expected width is at least MIN_PX, default 0) or above HI; with ``look`` each new table spot dropped as too small
+starts the filter's low look, as a spot given up does (``control.look``); ``stay+N`` drops nothing and gives lures up
+sooner where they are specks (:class:`SpeckStays`: a low step over a blob under half the sphere's width, and none of
+its width, counts N more hovered steps); ``off`` is the shipped filter alone (the episodes of the count above). Every
+row runs with one env process: the segmenter and controller then see batches of one, so an episode's steps do not
+depend on which other episode shares its batch (with two processes a change in one episode's length changes the float
+sums of the others' forward passes; docs/control.md, *Known limits*), and each row after the first prints the episodes
+it grasps that the first does not (won) and the other way (lost), and in how many of those lost the check would drop a
+blob of the sphere in the shipped filter's episode (its first sighting in how many). ``DIR``: validation photos, never
+the held-out ones. Writes ``runs/benchmarks/blob_size.json`` (``--save``: ``benchmarks/results/``). Not shipped:
+docs/experiments/vision.md, *Blob size*.
 """
 
 from __future__ import annotations
