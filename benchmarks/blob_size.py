@@ -149,12 +149,25 @@ def size_checked(row: str) -> type[ParallaxFilter]:
 
 @contextlib.contextmanager
 def filter_class(cls: type[ParallaxFilter]):
-    """The rollout pool builds its episodes' filters from ``cls`` inside the block."""
-    before, pool_module.ParallaxFilter = pool_module.ParallaxFilter, cls
+    """The rollout pool builds its episodes' filters from ``cls`` inside the block; yields the list of the filters it
+    builds, in the order it starts the episodes (with one env process, the requests' order)."""
+    built: list[ParallaxFilter] = []
+
+    class Built(cls):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            built.append(self)
+
+    before, pool_module.ParallaxFilter = pool_module.ParallaxFilter, Built
     try:
-        yield
+        yield built
     finally:
         pool_module.ParallaxFilter = before
+
+
+def looks(built: list[ParallaxFilter]) -> list[int]:
+    """The low looks each episode's filter started."""
+    return [0 if f.look is None else f.look.looks for f in built]
 
 
 def blob_tables(records, camera: CameraConfig, scene: SceneConfig) -> tuple[dict, dict[int, list]]:
@@ -231,10 +244,13 @@ def main() -> int:
     requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(args.episodes)]
     rows, first = [], None
     with RolloutPool(env, 1) as pool:
-        recs = pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc="blobs", parallax=SHIPPED)
+        with filter_class(ParallaxFilter) as built:
+            recs = pool.run(requests, policy, masks, record=lambda i: True, progress=True, desc="blobs",
+                            parallax=SHIPPED)
         tables, sightings = blob_tables(recs, env.camera, env.scene)
         shipped = success_counts(recs)
         shipped["success_by_episode"] = [bool(r.success) for r in recs]
+        shipped["looks_by_episode"] = looks(built)
         del recs
         print(f"blob-frames (open gripper, off the border): {tables['blob_frames']}")
         for b in tables["by_ratio"]:
@@ -248,24 +264,30 @@ def main() -> int:
             if cls is ParallaxFilter:  # the shipped filter: the episodes just run
                 v = dict(shipped)
             else:
-                with filter_class(cls):
+                with filter_class(cls) as built:
                     recs = pool.run(requests, policy, masks, record=lambda i: False, progress=True, desc=row,
                                     parallax=SHIPPED)
                 v = success_counts(recs)
                 v["success_by_episode"] = [bool(r.success) for r in recs]
+                v["looks_by_episode"] = looks(built)
             v["row"] = row
             paired = ""
             if first is not None:
                 won = [requests[i].seed for i, (a, b) in enumerate(zip(first, v["success_by_episode"])) if b and not a]
                 lost = [requests[i].seed for i, (a, b) in enumerate(zip(first, v["success_by_episode"])) if a and not b]
                 hits = [sphere_dropped(cls, sightings[seed]) for seed in lost]
+                lost_at = [seed - VALIDATION_BASE for seed in lost]
+                looked = (sum(shipped["looks_by_episode"][i] > 0 for i in lost_at),
+                          sum(v["looks_by_episode"][i] > 0 for i in lost_at))
                 v["paired_vs_first_row"] = {"won": won, "lost": lost,
                                             "lost_with_a_sphere_blob_dropped": sum(h for h, _ in hits),
-                                            "of_them_its_first_sighting": sum(f for _, f in hits)}
-                paired = f"   against the first row: {len(won)} won, {len(lost)} lost"
+                                            "of_them_its_first_sighting": sum(f for _, f in hits),
+                                            "lost_with_a_look": {"shipped": looked[0], "this_row": looked[1]}}
+                paired = f"   against the first row: {len(won)} won, {len(lost)} lost; of those lost, "
                 if issubclass(cls, SizeChecked):
-                    paired += (f" (in {sum(h for h, _ in hits)} of them the check drops a blob of the sphere of the "
-                               f"shipped episode, the first sighting in {sum(f for _, f in hits)})")
+                    paired += (f"{sum(h for h, _ in hits)} where the check drops a blob of the sphere of the shipped "
+                               f"episode ({sum(f for _, f in hits)} its first sighting), ")
+                paired += f"{looked[0]} with a low look as shipped, {looked[1]} in this row"
             else:
                 first = v["success_by_episode"]
             print(f"{row:16s} {cond.name:20s} {format_rate(v['successes'], v['episodes'])}{paired}", flush=True)

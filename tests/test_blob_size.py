@@ -15,7 +15,7 @@ from grasp_s2r.sim.config import control_env_config
 from grasp_s2r.sim.env import GraspEnv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from blob_size import SpeckStays, blob_ratios, filter_class, size_checked
+from blob_size import SpeckStays, blob_ratios, filter_class, looks, size_checked
 
 import grasp_s2r.runtime.pool as pool_module
 
@@ -72,15 +72,17 @@ def test_the_size_check_drops_a_speck_and_a_slab_and_keeps_a_sphere_sized_blob()
     assert size_checked("0/1.6")(ENV.scene, ENV.camera, SHIPPED).filter(mask, proprio)[45, 45]  # no lower bound
 
 
-def test_rows_parse_and_the_pool_builds_filters_from_the_class_only_inside_the_block():
+def test_rows_parse_and_the_pool_builds_filters_from_the_class_only_inside_the_block_and_lists_them():
     assert size_checked("off") is ParallaxFilter
     cls = size_checked("0.5/99/6/look")
     assert (cls.lo, cls.hi, cls.min_px, cls.look_on_drop) == (0.5, 99.0, 6.0, True)
     for bad in ("0.5", "0.5/1/2/see", "a/b"):
         with pytest.raises(ValueError):
             size_checked(bad)
-    with filter_class(cls):
-        assert pool_module.ParallaxFilter is cls
+    with filter_class(cls) as built:
+        assert issubclass(pool_module.ParallaxFilter, cls)
+        f = pool_module.ParallaxFilter(ENV.scene, ENV.camera, SHIPPED)
+        assert built == [f] and looks(built) == [0]
     assert pool_module.ParallaxFilter is ParallaxFilter
 
 
