@@ -38,7 +38,14 @@ import cv2
 import numpy as np
 import torch
 from results_io import add_json_argument, write_results
-from validation import UNSEEN_CONDITIONS, VALIDATION_BASE, success_counts, validation_condition
+from validation import (
+    UNSEEN_CONDITIONS,
+    VALIDATION_BASE,
+    check_episode_arguments,
+    success_counts,
+    validation_condition,
+    won_lost,
+)
 
 import grasp_s2r.runtime.pool as pool_module
 from grasp_s2r.agent import default_controller_path
@@ -228,10 +235,7 @@ def main() -> int:
                         "off,0.5/1.6,0/1.6,0.5/99/6,0.5/99/6/look)")
     add_json_argument(p, "blob_size")
     args = p.parse_args()
-    if not args.photos.is_dir():
-        sys.exit(f"blob_size: --photos {args.photos} is not a folder")
-    if args.episodes < 1:
-        sys.exit("blob_size: --episodes must be >= 1")
+    check_episode_arguments(args, "blob_size")
     try:
         classes = [size_checked(r) for r in args.rows.split(",") if r]
         cond = validation_condition(args.condition, str(args.photos) if args.condition in UNSEEN_CONDITIONS else None)
@@ -273,8 +277,7 @@ def main() -> int:
             v["row"] = row
             paired = ""
             if first is not None:
-                won = [requests[i].seed for i, (a, b) in enumerate(zip(first, v["success_by_episode"])) if b and not a]
-                lost = [requests[i].seed for i, (a, b) in enumerate(zip(first, v["success_by_episode"])) if a and not b]
+                won, lost = won_lost(first, v["success_by_episode"], [r.seed for r in requests])
                 hits = [sphere_dropped(cls, sightings[seed]) for seed in lost]
                 lost_at = [seed - VALIDATION_BASE for seed in lost]
                 looked = (sum(shipped["looks_by_episode"][i] > 0 for i in lost_at),

@@ -37,6 +37,7 @@ from validation import (
     check_episode_arguments,
     success_counts,
     validation_condition,
+    won_lost,
 )
 
 from grasp_s2r.agent import default_controller_path
@@ -142,8 +143,7 @@ def main() -> int:
                 paired = ""
                 if rows:  # against the first row, the same episodes
                     first = rows[0]["conditions"][c.name]["success_by_episode"]
-                    won = sum(b and not a for a, b in zip(first, v["success_by_episode"]))
-                    lost = sum(a and not b for a, b in zip(first, v["success_by_episode"]))
+                    won, lost = map(len, won_lost(first, v["success_by_episode"], [r.seed for r in reqs]))
                     v["paired_vs_first_row"] = {"won": won, "lost": lost}
                     paired = f"   against the first row: {won} won, {lost} lost"
                 print(f"{name:60s} {c.name:22s} {format_rate(v['successes'], v['episodes'])}{paired}", flush=True)

@@ -61,6 +61,14 @@ def success_counts(records) -> dict:
     return {"successes": k, "episodes": n, "ci_low": lo, "ci_high": hi}
 
 
+def won_lost(before: list[bool], after: list[bool], seeds: list[int]) -> tuple[list[int], list[int]]:
+    """Two runs of the same episodes (success by episode, in ``seeds``' order): the seeds ``after`` grasps and
+    ``before`` does not (won), and the other way (lost)."""
+    won = [s for s, a, b in zip(seeds, before, after, strict=True) if b and not a]
+    lost = [s for s, a, b in zip(seeds, before, after, strict=True) if a and not b]
+    return won, lost
+
+
 def validate(pool: RolloutPool, policy, masks: MaskSource, conditions: Iterable[str], episodes: int,
              label: str = "", unseen_photos: str | None = None,
              parallax: ParallaxConfig | None = SHIPPED_PARALLAX) -> dict[str, dict]:

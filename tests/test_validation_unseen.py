@@ -278,3 +278,10 @@ def test_context_suppression_counts_the_missed_spheres_found_with_little_around_
     bad = subprocess.run([sys.executable, str(BENCH / "context_suppression.py"), "--suites", "nothing", "--json",
                           str(out)], check=False, capture_output=True, text=True)
     assert bad.returncode != 0 and "context_suppression:" in bad.stderr
+
+
+def test_won_lost_pairs_two_runs_episode_by_episode():
+    won, lost = validation.won_lost([True, False, True, False], [True, True, False, False], [7, 8, 9, 10])
+    assert (won, lost) == ([8], [9])
+    with pytest.raises(ValueError):  # runs of different episodes do not pair
+        validation.won_lost([True], [True, False], [1, 2])
