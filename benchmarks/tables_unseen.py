@@ -128,6 +128,18 @@ def table_photo_failures_table(d: Path) -> str:
             + f"\n\n`table-photo` on {f['backgrounds']}. " + provenance("table_photo_failures", res))
 
 
+def files_label(names: list[str]) -> str:
+    """``unseen_tables-59 to -62``: the runs that measured one version of a row."""
+    return names[0] + (f" to -{names[-1].rsplit('-', 1)[-1]}" if len(names) > 1 else "")
+
+
+def same_figures(a: dict, b: dict) -> bool:
+    """Two runs of one row measured the same: their per-frame figures, and their episodes where both ran them (the
+    time a frame is timed anew in each run and left out)."""
+    return a["far"] == b["far"] and a["all"] == b["all"] and (UNSEEN not in a or UNSEEN not in b
+                                                               or a[UNSEEN] == b[UNSEEN])
+
+
 def unseen_tables_table(d: Path) -> str:
     """``unseen_tables``: each segmenter on tables it never trained on, per frame (far / all heights) and end to end."""
     loaded = [(name, res) for name in numbered_runs(d, "unseen_tables") if (res := load(name, d)) is not None]
@@ -144,8 +156,21 @@ def unseen_tables_table(d: Path) -> str:
     def machine(res: dict) -> str:  # episodes run on another CPU differ (float rounding): its rows say which
         return "" if cpu_name(res) == usual_cpu else f" ({cpu_name(res)})"
 
-    rows_by_label = {label + camera_label(res["figures"].get("camera_px", 64)) + tables(res) + machine(res): r
-                     for _, res in loaded for label, r in res["figures"]["rows"].items()}
+    # a row measured again with the same figures is shown once; measured again with others (the shipped system after
+    # a change of its weights or its filter), each version is shown, labelled with the files that measured it
+    versions: dict[str, list[tuple[list[str], dict]]] = {}
+    for name, res in loaded:
+        for label, r in res["figures"]["rows"].items():
+            seen = versions.setdefault(label + camera_label(res["figures"].get("camera_px", 64)) + tables(res)
+                                       + machine(res), [])
+            same = next((i for i, (_, earlier) in enumerate(seen) if same_figures(earlier, r)), None)
+            if same is None:
+                seen.append(([name], r))
+            else:  # the latest run's figures, with the episodes of an earlier one where it ran none
+                files, earlier = seen[same]
+                seen[same] = ([*files, name], {**earlier, **r})
+    rows_by_label = {label if len(seen) == 1 else f"{label}, {files_label(files)}": r
+                     for label, seen in versions.items() for files, r in seen}
 
     def cell(m: dict) -> str:
         return " / ".join(f"{m[k]:.3f}" for k in ("precision", "recall", "found_rate", "false_detection_rate"))

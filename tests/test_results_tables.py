@@ -315,6 +315,42 @@ def test_error_budget_columns_name_their_photos_when_runs_differ(tmp_path):
     assert "segmenter `grasp_s2r/weights/segmenter_64px.pt` |" in text and "`wallpapers` as the table" in text
 
 
+def test_unseen_tables_shows_each_version_of_a_row_measured_again(tmp_path):
+    import argparse
+
+    import results_io
+    import tables_unseen
+
+    # GIVEN three runs on the same photos: the shipped row measured the same twice (each run times its frames anew,
+    # the second runs no episodes), then with other episodes (the shipped system changed), beside a candidate
+    def frames(found: float) -> dict:
+        return {"precision": 0.9, "recall": 0.8, "found_rate": found, "false_detection_rate": 0.1}
+
+    def row(found: float, k: int | None, ms: float) -> dict:
+        r = {"far": frames(found), "all": frames(0.9), "predict_ms": ms, "shipped_64px_ms": 5.0}
+        return r if k is None else {**r, "table-photo-unseen": ten_episodes(k)}
+
+    ns = argparse.Namespace(json=None, save=True)
+    results = tmp_path / "results"
+    runs = (("unseen_tables", {"shipped": row(0.8, 8, 5.0)}),
+            ("unseen_tables-2", {"shipped": row(0.8, None, 6.0), "cand": row(0.7, 6, 5.0)}),
+            ("unseen_tables-3", {"shipped": row(0.8, 9, 5.0)}))
+    for name, rows in runs:
+        results_io.write_results(results / f"{name}.json", "unseen_tables",
+                                 {"photos": "VAL", "n_photos": 3, "camera_px": 64, "views": 10, "episodes": 10,
+                                  "rows": rows}, ns, save=True, argv=["benchmarks/unseen_tables.py"])
+    # WHEN the table is rendered
+    text = tables_unseen.unseen_tables_table(results)
+    # THEN the shipped row's two versions are each shown once, named by the runs that measured them, the first with
+    # its episodes and the latest time a frame of its runs; the candidate keeps its plain label
+    assert "| `shipped, unseen_tables to -2` | " in text and "| 80.0 % (75.0-85.0) | 1.20x |" in text
+    assert "| `shipped, unseen_tables-3` | " in text and "| 90.0 % (85.0-95.0) | 1.00x |" in text
+    assert text.count("`shipped") == 2 and "| `cand` | " in text
+    # AND a row measured once, or always the same, keeps its plain label
+    (results / "unseen_tables-3.json").unlink()
+    assert "| `shipped` | " in tables_unseen.unseen_tables_table(results)
+
+
 def test_own_scene_table_says_which_runs_measured_other_shipped_weights(monkeypatch):
     import results_io
     import tables_unseen
