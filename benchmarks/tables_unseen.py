@@ -129,7 +129,7 @@ def table_photo_failures_table(d: Path) -> str:
 
 
 def files_label(names: list[str]) -> str:
-    """``unseen_tables-59 to -62``: the runs that measured one version of a row."""
+    """``unseen_tables-59 to -62``: the first and the last run that measured one version of a row."""
     return names[0] + (f" to -{names[-1].rsplit('-', 1)[-1]}" if len(names) > 1 else "")
 
 
