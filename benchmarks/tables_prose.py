@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tables_render import load, md_table, not_measured, numbered_runs, provenance
+from tables_render import load, md_table, not_measured, numbered_runs, provenance, versioned_rows
 
 from grasp_s2r.stats import format_difference, format_rate
 from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table
@@ -231,14 +231,16 @@ def interop_table(d: Path) -> str:
 
 def val_suites_table(d: Path) -> str:
     """Each segmenter's val-split suites on the training photos and on validation photos (``val_suites``, every run:
-    the shipped row once)."""
+    a row measured again the same once, each version of one measured again otherwise; rows of runs on other validation
+    photos than the first run's say which)."""
     loaded = [(name, res) for name in numbered_runs(d, "val_suites") if (res := load(name, d)) is not None]
     if not loaded:
         return not_measured("val_suites")
-    seen: dict[str, dict] = {}
-    for _, res in loaded:
-        for label, r in res["figures"]["rows"].items():
-            seen.setdefault(label, r)
+    first = loaded[0][1]["figures"]["photos"]
+    # rows of runs on other validation photos than the first's say which (the column is theirs)
+    seen = versioned_rows(loaded, lambda label, res: label + ("" if res["figures"]["photos"] == first
+                                                              else f" (validation photos: {res['figures']['photos']})"),
+                          lambda a, b: a == b)
     columns = [(photos, suite) for r in seen.values() for photos, suites in r["photos"].items() for suite in suites]
     columns = list(dict.fromkeys(columns))
 

@@ -7,7 +7,7 @@ Percentages are rates x 100 with one decimal; every success rate keeps its 95 % 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -360,6 +360,31 @@ def numbered_runs(d: Path, stem: str) -> list[str]:
     suffixes = sorted(int(f.stem.rsplit("-", 1)[1]) for f in d.glob(f"{stem}-*.json")
                       if f.stem.rsplit("-", 1)[1].isdigit())
     return [stem] + [f"{stem}-{k}" for k in suffixes]
+
+
+def versioned_rows(loaded: list[tuple[str, dict]], key: Callable[[str, dict], str],
+                   same: Callable[[dict, dict], bool]) -> dict[str, dict]:
+    """The rows of several runs of one benchmark (``loaded``: (name, results) in order), each under ``key(label,
+    results)``. A row measured again with the ``same`` figures is shown once, with the latest run's figures over an
+    earlier one's (what it did not measure kept); measured again with others (the shipped system after a change of
+    its weights or its filter), each version is shown, labelled with the first and the last run that measured it
+    (``shipped, unseen_tables-59 to -62``)."""
+    versions: dict[str, list[tuple[list[str], dict]]] = {}
+    for name, res in loaded:
+        for label, r in res["figures"]["rows"].items():
+            seen = versions.setdefault(key(label, res), [])
+            i = next((i for i, (_, earlier) in enumerate(seen) if same(earlier, r)), None)
+            if i is None:
+                seen.append(([name], r))
+            else:
+                files, earlier = seen[i]
+                seen[i] = ([*files, name], {**earlier, **r})
+
+    def files_label(names: list[str]) -> str:
+        return names[0] + (f" to -{names[-1].rsplit('-', 1)[-1]}" if len(names) > 1 else "")
+
+    return {label if len(seen) == 1 else f"{label}, {files_label(files)}": r
+            for label, seen in versions.items() for files, r in seen}
 
 
 def camera_label(px: int) -> str:

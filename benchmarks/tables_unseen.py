@@ -7,7 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from results_io import changed_weights, system_weights
-from tables_render import camera_label, cpu_name, load, md_table, not_measured, numbered_runs, provenance, rate_ci
+from tables_render import (
+    camera_label,
+    cpu_name,
+    load,
+    md_table,
+    not_measured,
+    numbered_runs,
+    provenance,
+    rate_ci,
+    versioned_rows,
+)
 from validation import UNSEEN_TABLE as UNSEEN
 
 from grasp_s2r.stats import difference_interval
@@ -128,11 +138,6 @@ def table_photo_failures_table(d: Path) -> str:
             + f"\n\n`table-photo` on {f['backgrounds']}. " + provenance("table_photo_failures", res))
 
 
-def files_label(names: list[str]) -> str:
-    """``unseen_tables-59 to -62``: the first and the last run that measured one version of a row."""
-    return names[0] + (f" to -{names[-1].rsplit('-', 1)[-1]}" if len(names) > 1 else "")
-
-
 def same_figures(a: dict, b: dict) -> bool:
     """Two runs of one row measured the same: their per-frame figures, and their episodes where both ran them (the
     time a frame is timed anew in each run and left out)."""
@@ -156,21 +161,8 @@ def unseen_tables_table(d: Path) -> str:
     def machine(res: dict) -> str:  # episodes run on another CPU differ (float rounding): its rows say which
         return "" if cpu_name(res) == usual_cpu else f" ({cpu_name(res)})"
 
-    # a row measured again with the same figures is shown once; measured again with others (the shipped system after
-    # a change of its weights or its filter), each version is shown, labelled with the files that measured it
-    versions: dict[str, list[tuple[list[str], dict]]] = {}
-    for name, res in loaded:
-        for label, r in res["figures"]["rows"].items():
-            seen = versions.setdefault(label + camera_label(res["figures"].get("camera_px", 64)) + tables(res)
-                                       + machine(res), [])
-            same = next((i for i, (_, earlier) in enumerate(seen) if same_figures(earlier, r)), None)
-            if same is None:
-                seen.append(([name], r))
-            else:  # the latest run's figures, with the episodes of an earlier one where it ran none
-                files, earlier = seen[same]
-                seen[same] = ([*files, name], {**earlier, **r})
-    rows_by_label = {label if len(seen) == 1 else f"{label}, {files_label(files)}": r
-                     for label, seen in versions.items() for files, r in seen}
+    rows_by_label = versioned_rows(loaded, lambda label, res: label + camera_label(res["figures"].get("camera_px", 64))
+                                   + tables(res) + machine(res), same_figures)
 
     def cell(m: dict) -> str:
         return " / ".join(f"{m[k]:.3f}" for k in ("precision", "recall", "found_rate", "false_detection_rate"))

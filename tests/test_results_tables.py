@@ -351,6 +351,32 @@ def test_unseen_tables_shows_each_version_of_a_row_measured_again(tmp_path):
     assert "| `shipped` | " in tables_unseen.unseen_tables_table(results)
 
 
+def test_val_suites_rows_of_other_validation_photos_say_which(tmp_path):
+    import argparse
+
+    import results_io
+    import tables_prose
+
+    # GIVEN two val-suite runs of the shipped segmenter and a candidate, on two folders of validation photos
+    def row(found: float) -> dict:
+        m = {"precision": 0.9, "recall": 0.8, "found_rate": found, "false_detection_rate": 0.1}
+        return {"photos": {"training photos": {"composites": m}, "validation photos": {"composites": m}}}
+
+    ns = argparse.Namespace(json=None, save=True)
+    results = tmp_path / "results"
+    for name, photos, found in (("val_suites", "CORPUS/mate", 0.7), ("val_suites-2", "VAL", 0.6)):
+        results_io.write_results(results / f"{name}.json", "val_suites",
+                                 {"photos": photos, "n_images": 10, "rows": {"shipped": row(found),
+                                                                             f"cand-{name}": row(0.5)}},
+                                 ns, save=True, argv=["benchmarks/val_suites.py"])
+    # WHEN the table is rendered
+    text = tables_prose.val_suites_table(results)
+    # THEN the second run's rows name their photos, so its shipped row stands beside the first's instead of under it
+    assert "| `shipped` | 0.900 / 0.800 / 0.700 / 0.100 |" in text
+    assert "| `shipped (validation photos: VAL)` | 0.900 / 0.800 / 0.600 / 0.100 |" in text
+    assert "| `cand-val_suites-2 (validation photos: VAL)` |" in text and "| `cand-val_suites` |" in text
+
+
 def test_own_scene_table_says_which_runs_measured_other_shipped_weights(monkeypatch):
     import results_io
     import tables_unseen
