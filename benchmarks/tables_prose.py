@@ -237,7 +237,6 @@ def val_suites_table(d: Path) -> str:
     if not loaded:
         return not_measured("val_suites")
     first = loaded[0][1]["figures"]["photos"]
-    # rows of runs on other validation photos than the first's say which (the column is theirs)
     seen = versioned_rows(loaded, lambda label, res: label + ("" if res["figures"]["photos"] == first
                                                               else f" (validation photos: {res['figures']['photos']})"),
                           lambda a, b: a == b)
