@@ -355,8 +355,7 @@ def benchmark_of(name: str) -> str:
 
 
 def numbered_runs(d: Path, stem: str) -> list[str]:
-    """The runs of one benchmark shown together (rows measured again: :func:`versioned_rows`): ``STEM.json``, then
-    ``STEM-2.json``, ``-3`` ... in order."""
+    """The runs of one benchmark shown together: ``STEM.json``, then ``STEM-2.json``, ``-3`` ... in order."""
     suffixes = sorted(int(f.stem.rsplit("-", 1)[1]) for f in d.glob(f"{stem}-*.json")
                       if f.stem.rsplit("-", 1)[1].isdigit())
     return [stem] + [f"{stem}-{k}" for k in suffixes]
