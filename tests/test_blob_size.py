@@ -16,6 +16,7 @@ from grasp_s2r.sim.env import GraspEnv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from blob_size import SpeckStays, blob_ratios, filter_class, looks, size_checked
+from masks import disc
 
 import grasp_s2r.runtime.pool as pool_module
 
@@ -86,20 +87,15 @@ def test_rows_parse_and_the_pool_builds_filters_from_the_class_only_inside_the_b
     assert pool_module.ParallaxFilter is ParallaxFilter
 
 
-def _disc(centre, radius_px):
-    rows, cols = np.mgrid[:64, :64]
-    return np.hypot(cols - centre[0], rows - centre[1]) <= radius_px
-
-
 def test_a_low_stay_over_a_speck_is_given_up_sooner_and_one_over_a_sphere_sized_blob_is_not():
     """``stay+3``: each low step over a speck counts 4 hovered steps, so the shipped 16 are reached in 5 steps."""
     tcp = np.array([0.01, -0.02, 0.03])
     proprio = np.array([*tcp, 0.04, 0.0])
     view = WristView.at(tcp - [0.0, 0.0, ENV.scene.sphere_diameter_m / 2], ENV.camera)
     below = view.table_pixel(tcp[:2])  # the table point under the TCP: the stay's anchor
-    speck = _disc(below, 0.75)  # two pixels
+    speck = disc(below, 0.75, ENV.camera)  # two pixels
     expected = blob_ratios(speck, proprio, ENV.camera, ENV.scene)["expected_px"][0]
-    sphere = _disc(below, expected / 2)
+    sphere = disc(below, expected / 2, ENV.camera)
     cls = size_checked("stay+3")
     assert issubclass(cls, SpeckStays) and cls.extra == 3
     for mask, fast in ((speck, True), (sphere, False)):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from masks import disc
 
 from grasp_s2r.control.held import HeldSphere
 from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
@@ -19,8 +20,7 @@ def _proprio(gap_m, closed, z_m=0.01):
 
 
 def _disc(col, row, radius_px=4.0):
-    rows, cols = np.mgrid[:CAMERA.height_px, :CAMERA.width_px]
-    return np.hypot(cols - col, rows - row) <= radius_px
+    return disc((col, row), radius_px, CAMERA)
 
 
 def test_a_held_sphere_keeps_its_last_mask_for_the_steps():

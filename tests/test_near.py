@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from masks import disc
 
 from grasp_s2r.control.near import NearSphere, shifted
 from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
@@ -21,9 +22,7 @@ def _proprio(tcp_xyz, closed=False):
 
 
 def _disc_seen_from(tcp_xyz, radius_px=3.0):
-    col, row = WristView.at(np.asarray(tcp_xyz, dtype=float), CAMERA).table_pixel(SPHERE)
-    rows, cols = np.mgrid[:CAMERA.height_px, :CAMERA.width_px]
-    return np.hypot(cols - col, rows - row) <= radius_px
+    return disc(WristView.at(np.asarray(tcp_xyz, dtype=float), CAMERA).table_pixel(SPHERE), radius_px, CAMERA)
 
 
 def _centre(mask):

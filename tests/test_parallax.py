@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from masks import disc
 
 from grasp_s2r.control.parallax import SHIPPED, ParallaxConfig, ParallaxFilter, scaled_parallax
 from grasp_s2r.control.wrist_geometry import WristView, table_warp
@@ -18,8 +19,7 @@ def _proprio(tcp_xyz, closed=False):
 
 
 def _disc(centre_colrow, radius_px=1.5):
-    rows, cols = np.mgrid[:CAMERA.height_px, :CAMERA.width_px]
-    return np.hypot(cols - centre_colrow[0], rows - centre_colrow[1]) <= radius_px
+    return disc(centre_colrow, radius_px, CAMERA)
 
 
 def test_table_points_and_pixels_round_trip():
