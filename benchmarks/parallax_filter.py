@@ -1,7 +1,7 @@
 """The parallax filter of far-away detections beside the shipped controller, on validation episodes: with and
 without it, with other vote counts, and with other settings of its rules.
 
-    python benchmarks/parallax_filter.py --photos DIR [--votes 0,3,2] [--hover 10/0.03,16/0.04] [--held 5,10]
+    python benchmarks/parallax_filter.py --photos DIR [--votes 0,3,2] [--hover 10/0.03,16/0.04] [--held 5,3/disjoint]
         [--closes 4,6] [--near 0+0,1+0,1+16] [--look 0/spot/0,0.08/spot/16] [--episodes 300] [--conditions C,...]
         [--workers 2] [--save]
 
@@ -9,9 +9,9 @@ The shipped segmenter and controller act in every row. A ``--votes`` row of 0 gi
 masks as they are (no filter); each other one drops the detections that stay put in the image while the camera
 moves (:class:`~grasp_s2r.control.parallax.ParallaxFilter`), with that many votes, the rest of the filter as
 shipped; each ``--hover STEPS/HEIGHT_M`` row is the shipped filter with hovered spots after STEPS steps of the open
-gripper below HEIGHT_M (``control.hovered``; 0 steps: none); each ``--held STEPS`` row is the shipped filter that gives
-up to STEPS empty masks in a row the last non-empty one while the closed gripper holds something (``control.held``;
-0: none); each ``--closes N`` row is the shipped filter with re-closed spots after N closes begun near one table
+gripper below HEIGHT_M (``control.hovered``; 0 steps: none); each ``--held STEPS[/disjoint]`` row is the shipped filter
+that gives up to STEPS empty masks in a row the last non-empty one while the closed gripper holds something
+(``control.held``; 0: none; /disjoint: masks that do not touch it too); each ``--closes N`` row is the shipped filter with re-closed spots after N closes begun near one table
 point (``control.hovered``; 0: none); each ``--near STEPS[+HOVER]`` row is the shipped filter with the near sphere's
 last mask for up to STEPS empty frames under the open gripper (``control.near``; 0: none), and with +HOVER hovered
 spots after HOVER low steps (0: none); each ``--look HEIGHT_M/WHEN[/HOVER]`` row is the shipped filter with the low
@@ -60,6 +60,14 @@ def _hovering(text: str) -> ParallaxConfig:
     return dataclasses.replace(SHIPPED, hover_steps=int(steps), hover_height_m=float(height))
 
 
+def _held(text: str) -> ParallaxConfig:
+    """The shipped filter with the held sphere of ``--held``'s ``STEPS`` or ``STEPS/disjoint``."""
+    steps, _, how = text.partition("/")
+    if how not in ("", "disjoint"):
+        raise ValueError(f"--held takes STEPS or STEPS/disjoint, got {text!r}")
+    return dataclasses.replace(SHIPPED, held_steps=int(steps), held_disjoint=how == "disjoint")
+
+
 def _near(text: str) -> ParallaxConfig:
     """The shipped filter with the near sphere of ``--near``'s ``STEPS`` or ``STEPS+HOVER``."""
     steps, _, hover = text.partition("+")
@@ -84,7 +92,8 @@ def describe(parallax: ParallaxConfig | None) -> str:
     hovered = (f", hovered spots after {parallax.hover_steps} steps below {100 * parallax.hover_height_m:g} cm"
                if parallax.hover_steps else "")
     closes = f", re-closed spots after {parallax.hover_closes} closes" if parallax.hover_closes else ""
-    held = f", held sphere for {parallax.held_steps} steps" if parallax.held_steps else ""
+    held = (f", held sphere for {parallax.held_steps} steps{' (or off it)' if parallax.held_disjoint else ''}"
+            if parallax.held_steps else "")
     near = (f", near sphere for {parallax.near_steps} steps below {100 * parallax.near_height_m:g} cm"
             if parallax.near_steps else "")
     when = " and ".join(w for w, on in (("at the start", parallax.look_at_start),
@@ -99,8 +108,9 @@ def main() -> int:
                                                                   f"filter (default: 0,{SHIPPED.votes}, the shipped)")
     p.add_argument("--hover", default="", help="comma-separated STEPS/HEIGHT_M, one row each: the shipped filter with "
                                                "hovered spots after STEPS low steps below HEIGHT_M (default: none)")
-    p.add_argument("--held", default="", help="comma-separated STEPS, one row each: the shipped filter with the held "
-                                              "sphere's last mask for up to STEPS empty frames (default: none)")
+    p.add_argument("--held", default="", help="comma-separated STEPS or STEPS/disjoint, one row each: the shipped "
+                                              "filter with the held sphere's last mask for up to STEPS empty frames "
+                                              "(/disjoint: or frames whose mask does not touch it) (default: none)")
     p.add_argument("--closes", default="", help="comma-separated CLOSES, one row each: the shipped filter with "
                                                 "re-closed spots after CLOSES closes at one table point (default: none)")
     p.add_argument("--near", default="", help="comma-separated STEPS or STEPS+HOVER, one row each: the shipped filter "
@@ -117,7 +127,7 @@ def main() -> int:
     try:
         filters = ([None if int(v) == 0 else dataclasses.replace(SHIPPED, votes=int(v)) for v in args.votes.split(",")
                     if v] + [_hovering(h) for h in args.hover.split(",") if h]
-                   + [dataclasses.replace(SHIPPED, held_steps=int(h)) for h in args.held.split(",") if h]
+                   + [_held(h) for h in args.held.split(",") if h]
                    + [dataclasses.replace(SHIPPED, hover_closes=int(n)) for n in args.closes.split(",") if n]
                    + [_near(n) for n in args.near.split(",") if n] + [_look(v) for v in args.look.split(",") if v])
         if not filters:

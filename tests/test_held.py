@@ -1,4 +1,5 @@
-"""Held sphere: while the closed gripper holds something, an empty mask gets the last non-empty one back."""
+"""Held sphere: while the closed gripper holds something, an empty mask (with ``disjoint``: or one off the last mask)
+gets the last non-empty one back."""
 
 from __future__ import annotations
 
@@ -51,6 +52,25 @@ def test_nothing_comes_back_with_the_gripper_open_or_closed_on_nothing_or_after_
     assert (held.filter(other, _proprio(0.011, True)) == other).all()  # a non-empty mask passes as it is
 
 
+def test_with_disjoint_a_mask_off_the_held_sphere_counts_as_lost():
+    seen, lure = _disc(32, 51), _disc(10, 12, 2.0)
+    holding = _proprio(0.011, True)
+    plain, disjoint = HeldSphere(steps=2, min_gap_m=0.004), HeldSphere(steps=2, min_gap_m=0.004, disjoint=True)
+    for held in (plain, disjoint):
+        held.filter(seen, _proprio(0.04, False))
+        held.filter(seen, holding)
+    assert (plain.filter(lure, holding) == lure).all()  # without it a lure passes
+    assert (disjoint.filter(lure, holding) == seen).all()
+    assert (disjoint.filter(lure | seen, holding) == (lure | seen)).all()  # touching the held sphere: as it is
+    other = _disc(56, 8, 2.0)
+    assert (disjoint.filter(EMPTY, holding) == lure | seen).all()
+    assert (disjoint.filter(other, holding) == lure | seen).all()  # the second lost frame
+    assert (disjoint.filter(other, holding) == other).all()  # the third: past the steps, the mask as it is
+    open_again = HeldSphere(steps=2, min_gap_m=0.004, disjoint=True)
+    open_again.filter(seen, _proprio(0.04, False))
+    assert (open_again.filter(lure, _proprio(0.04, False)) == lure).all()  # open: the rule does not act
+
+
 def test_the_parallax_filter_runs_it_only_when_asked():
     assert ParallaxFilter(SCENE, CAMERA, ParallaxConfig()).held is None  # off by default
     f = ParallaxFilter(SCENE, CAMERA, ParallaxConfig(held_steps=2))
@@ -59,6 +79,8 @@ def test_the_parallax_filter_runs_it_only_when_asked():
     assert (f.filter(EMPTY, _proprio(0.011, True)) == seen).all()
     f.reset()
     assert not f.filter(EMPTY, _proprio(0.011, True)).any()
+    assert not f.held.disjoint
+    assert ParallaxFilter(SCENE, CAMERA, ParallaxConfig(held_steps=2, held_disjoint=True)).held.disjoint
 
 
 @pytest.mark.parametrize("kwargs", [{"steps": 0}, {"min_gap_m": 0.0}])
@@ -85,10 +107,11 @@ def test_a_held_sphere_stays_on_its_pixels_in_real_lifts(shipped_gt_episodes):
         lost_from = int(np.argmax(lost))
         lost_to = lost_from + (int(np.argmin(lost[lost_from:])) or len(lost) - lost_from)  # the first closed stretch
         assert masks[lost_from - 1].any()
-        for steps in (3, 0):
-            f = ParallaxFilter(SCENE, CAMERA, ParallaxConfig(held_steps=steps))
-            out = [f.filter(EMPTY if lost[t] else masks[t], proprio[t]) for t in range(lost_to)]
-            given = [t for t in range(lost_to) if out[t].any() and lost[t]]
+        lure = _disc(6, 6, 2.0)  # a blob in the image's corner, off the held sphere
+        for steps, disjoint in ((3, False), (0, False), (3, True)):
+            f = ParallaxFilter(SCENE, CAMERA, ParallaxConfig(held_steps=steps, held_disjoint=disjoint))
+            out = [f.filter((lure if disjoint else EMPTY) if lost[t] else masks[t], proprio[t]) for t in range(lost_to)]
+            given = [t for t in range(lost_to) if lost[t] and out[t].any() and not (out[t] == lure).all()]
             assert given == list(range(lost_from, min(lost_from + steps, lost_to))), given
             for t in given:
                 assert (out[t] == masks[lost_from - 1]).all()

@@ -7,7 +7,9 @@ controller, taught that an empty mask is a lost sphere, opens the gripper and dr
 the lift that counts as a grasp (docs/control.md, *Held sphere*). :class:`HeldSphere` gives such a frame the last
 non-empty mask back, while the gripper is closed on something (its gap at least ``min_gap_m``: closed on nothing,
 the fingers meet) and for at most ``steps`` empty frames in a row: the sphere cannot have moved in the image, since
-it moves with the camera.
+it moves with the camera. With ``disjoint`` a frame whose mask does not touch the last one while the gripper holds
+something counts as losing it too: the segmenter can miss the held sphere and fire on the table beside it, where
+an empty-mask rule leaves the controller the lure, and it lets go.
 
 Everything it reads is what a robot has: whether the gripper is closed, the finger gap, and the mask. Numpy only;
 composed by :class:`~grasp_s2r.control.parallax.ParallaxFilter` after its own rules (``ParallaxConfig.held_steps``).
@@ -22,12 +24,13 @@ from grasp_s2r.control.wrist_geometry import FINGER_GAP_INDEX, GRIPPER_CLOSED_IN
 
 class HeldSphere:
     """One episode's last mask; ``filter(mask, proprio)`` at every step returns the mask, or the last non-empty one
-    where the closed gripper holds something and this step's mask is empty."""
+    where the closed gripper holds something and this step's mask is empty (with ``disjoint``: or does not touch
+    it)."""
 
-    def __init__(self, steps: int, min_gap_m: float):
+    def __init__(self, steps: int, min_gap_m: float, disjoint: bool = False):
         if steps < 1 or min_gap_m <= 0:
             raise ValueError(f"a held sphere needs steps >= 1 and min_gap_m > 0, got {steps}, {min_gap_m}")
-        self.steps, self.min_gap_m = steps, min_gap_m
+        self.steps, self.min_gap_m, self.disjoint = steps, min_gap_m, disjoint
         self.reset()
 
     def reset(self) -> None:
@@ -40,12 +43,14 @@ class HeldSphere:
     def filter(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
         """This step's mask bool (H, W), or a copy of the last non-empty one (see the class)."""
         mask = np.asarray(mask, dtype=bool)
-        if mask.any():
+        p = np.asarray(proprio, dtype=float)
+        holding = p[GRIPPER_CLOSED_INDEX] >= 0.5 and p[FINGER_GAP_INDEX] >= self.min_gap_m
+        elsewhere = (self.disjoint and holding and self._last is not None and mask.any()
+                     and not (mask & self._last).any())
+        if mask.any() and not elsewhere:
             self._last, self._empty = mask.copy(), 0
             return mask
         self._empty += 1
-        p = np.asarray(proprio, dtype=float)
-        holding = p[GRIPPER_CLOSED_INDEX] >= 0.5 and p[FINGER_GAP_INDEX] >= self.min_gap_m
         if holding and self._last is not None and self._empty <= self.steps:
             return self._last.copy()
         return mask

@@ -61,6 +61,9 @@ class ParallaxConfig:
     row get the last non-empty mask back; 0: off."""
     held_min_gap_m: float = 0.004
     """Finger gap (m) at or above which the closed gripper holds something (closed on nothing, the fingers meet)."""
+    held_disjoint: bool = False
+    """With ``held_steps``: a mask that does not touch the last one while the gripper holds something counts as
+    empty too (the segmenter fired beside the held sphere it missed)."""
     near_steps: int = 0
     """Near sphere (``control.near``): while the open gripper's TCP is below ``near_height_m``, up to this many empty
     masks in a row get the last non-empty one back, moved with the table, where it covered at least ``near_min_px``
@@ -95,8 +98,8 @@ class ParallaxConfig:
                              f"{self.near_steps}")
 
 
-SHIPPED = ParallaxConfig(hover_steps=16, hover_closes=6, held_steps=3, near_steps=1, look_height_m=0.08,
-                         look_after_spot=True)
+SHIPPED = ParallaxConfig(hover_steps=16, hover_closes=6, held_steps=3, held_disjoint=True, near_steps=1,
+                         look_height_m=0.08, look_after_spot=True)
 """The filter ``GraspAgent`` and ``grasp-s2r eval`` run: 3 votes; a table point hovered over for 16 low steps, or
 closed over 6 times, given up, and each time the arm looks again from 8 cm above the spawn area; the held sphere's
 last mask for up to 3 empty frames, the near sphere's for 1. Chosen on validation episodes
@@ -123,7 +126,7 @@ class ParallaxFilter:
         self.hovered = (HoveredSpots(camera, c.hover_height_m, c.hover_radius_m, c.hover_steps, c.hover_closes)
                         if c.hover_steps or c.hover_closes else None)
         """The spots the open gripper hovered low over (``control.hovered``), or None where they are off."""
-        self.held = HeldSphere(c.held_steps, c.held_min_gap_m) if c.held_steps else None
+        self.held = HeldSphere(c.held_steps, c.held_min_gap_m, c.held_disjoint) if c.held_steps else None
         """The held sphere's last mask (``control.held``), or None where it is off."""
         self.near = NearSphere(camera, c.near_steps, c.near_height_m, c.near_min_px) if c.near_steps else None
         """The near sphere's last mask (``control.near``), or None where it is off."""
