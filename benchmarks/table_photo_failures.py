@@ -10,7 +10,8 @@ Runs the shipped system (its parallax filter too; or ``--vision`` / ``--policy``
 overlaps it), ``false_blob`` (share of steps with 3 or more mask pixels off the sphere), ``first_found`` (the
 first step that finds it, -1 never) and ``width0_px`` (the sphere's width at the first step); a failure's kind
 (:func:`failure_kind`: lured away by false blobs, lost, never found, found but not grasped, dropped in the lift: the
-controller opened the gripper on a sphere it was lifting). Prints the means of
+controller opened the gripper on a sphere it was lifting) and ``rolled`` (1 where the sphere rolled on the table for
+10 steps or more, slipped from the fingers or pushed: :func:`rolled_steps`). Prints the means of
 successes and of failures and one line a failure; writes ``runs/benchmarks/table_photo_failures.json``
 (``--save``: ``benchmarks/results/``). ``--crops PNG``: a picture of the failures, each sphere where the episode
 started: a 16 px window around it, as the camera saw it and with the controller's mask (green: on the sphere, red:
@@ -48,11 +49,17 @@ from grasp_s2r.expert.fsm import Phase
 from grasp_s2r.runtime.conditions import photo_names, resolve_condition
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
-from grasp_s2r.runtime.records import EpisodeRequest
+from grasp_s2r.runtime.records import STATE_NAMES, EpisodeRequest
 from grasp_s2r.sim.config import control_env_config
 from grasp_s2r.vision.evaluation.metrics import mask_width_px, nanmean
 
-KEYS = ("in_view", "found", "false_blob", "first_found", "width0_px", "steps", "opened_in_lift")
+KEYS = ("in_view", "found", "false_blob", "first_found", "width0_px", "steps", "opened_in_lift", "rolled")
+ROLLING_M_S, ROLLED_STEPS = 0.015, 10
+"""A sphere on the table moving faster than ROLLING_M_S (m/s, in the table's plane) rolls; an episode whose sphere
+rolls ROLLED_STEPS steps or more ``rolled``: it slipped from the fingers or was pushed, and rolled on (its rolling
+resistance is near zero). A sphere nudged as the fingers close rolls a step or two."""
+_SPHERE_XY = [STATE_NAMES.index(k) for k in ("sphere_vx", "sphere_vy")]
+_SPHERE_Z = STATE_NAMES.index("sphere_z")
 FAILURE_KINDS = ("lured away", "lost", "never found", "found, not grasped", "dropped in the lift")
 """What a failed episode did (:func:`failure_kind`), in the order the summary counts them."""
 
@@ -67,7 +74,15 @@ def episode_row(arrays: dict[str, np.ndarray]) -> dict[str, float]:
             "false_blob": float(blob.mean()), "first_found": int(np.argmax(hit)) if hit.any() else -1,
             "width0_px": float(mask_width_px(gt[:1])[0]), "steps": n,
             "opened_in_lift": int(((np.asarray(arrays["phase"]) == Phase.LIFT)
-                                   & (np.asarray(arrays["learner_action"])[:, 3] < 0)).sum())}
+                                   & (np.asarray(arrays["learner_action"])[:, 3] < 0)).sum()),
+            "rolled": int(rolled_steps(np.asarray(arrays["state"])).sum() >= ROLLED_STEPS)}
+
+
+def rolled_steps(state: np.ndarray) -> np.ndarray:
+    """bool (T,): the steps of an episode's privileged ``state`` (T, len(STATE_NAMES)) whose sphere rolls on the table
+    (planar speed above :data:`ROLLING_M_S`, within 5 mm of its height at the first step, where it lies)."""
+    speed = np.linalg.norm(state[:, _SPHERE_XY], axis=1)
+    return (speed > ROLLING_M_S) & (state[:, _SPHERE_Z] < state[0, _SPHERE_Z] + 0.005)
 
 
 def failure_kind(row: dict) -> str:

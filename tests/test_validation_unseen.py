@@ -175,6 +175,7 @@ def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_
     failed = [row for row in figures["episodes"] if not row["success"]]
     assert sum(figures["summary"]["failure_kinds"].values()) == len(failed)
     assert all(row["kind"] in figures["summary"]["failure_kinds"] for row in failed)
+    assert all(row["rolled"] in (0, 1) for row in figures["episodes"])  # whether the sphere rolled on the table
     # table-photo (no --validation) on a folder of yours: its photos as the table, on the test seeds
     r = subprocess.run([sys.executable, script, "--backgrounds", str(photos), "--episodes", "1", "--workers", "1",
                         "--policy", str(untrained), "--json", str(out)],
@@ -285,3 +286,31 @@ def test_won_lost_pairs_two_runs_episode_by_episode():
     assert (won, lost) == ([8], [9])
     with pytest.raises(ValueError):  # runs of different episodes do not pair
         validation.won_lost([True], [True, False], [1, 2])
+
+
+def test_a_sphere_set_rolling_on_the_table_rolls_on_and_one_left_alone_does_not():
+    """``table_photo_failures.rolled_steps`` on PyBullet's own states: a sphere given 5 cm/s along the table rolls on
+    for every step recorded after (its rolling resistance is near zero), enough to count as ``rolled``; one left alone
+    never rolls."""
+    import pybullet as pb
+    import table_photo_failures
+
+    from grasp_s2r.sim.env import GraspEnv
+
+    hold = np.array([0.0, 0.0, 0.0, -1.0])  # the arm stays where it starts, high above the sphere, fingers open
+    with GraspEnv(control_env_config()) as env:
+        env.reset(seed=0)
+        still = [env.get_state()]
+        for _ in range(table_photo_failures.ROLLED_STEPS):
+            env.step(hold)
+            still.append(env.get_state())
+        spin = 0.05 / env.config.scene.sphere_radius_m  # rad/s: rolling, not sliding
+        pb.resetBaseVelocity(env.sphere_uid, [0.05, 0.0, 0.0], [0.0, spin, 0.0], physicsClientId=env.client)
+        rolling = [env.get_state()]
+        for _ in range(table_photo_failures.ROLLED_STEPS):
+            env.step(hold)
+            rolling.append(env.get_state())
+    assert not table_photo_failures.rolled_steps(np.array(still)).any()
+    rolled = table_photo_failures.rolled_steps(np.array(rolling))
+    assert rolled.all(), rolled
+    assert rolled.sum() >= table_photo_failures.ROLLED_STEPS
