@@ -11,8 +11,8 @@ moves (:class:`~grasp_s2r.control.parallax.ParallaxFilter`), with that many vote
 shipped; each ``--hover STEPS/HEIGHT_M`` row is the shipped filter with hovered spots after STEPS steps of the open
 gripper below HEIGHT_M (``control.hovered``; 0 steps: none); each ``--held STEPS[/disjoint]`` row is the shipped filter
 that gives up to STEPS empty masks in a row the last non-empty one while the closed gripper holds something
-(``control.held``; 0: none; /disjoint: masks that do not touch it too); each ``--closes N`` row is the shipped filter with re-closed spots after N closes begun near one table
-point (``control.hovered``; 0: none); each ``--near STEPS[+HOVER]`` row is the shipped filter with the near sphere's
+(``control.held``; 0: none; /disjoint: masks that do not touch it too); each ``--closes N`` row is the shipped filter
+with re-closed spots after N closes begun near one table point (``control.hovered``; 0: none); each ``--near STEPS[+HOVER]`` row is the shipped filter with the near sphere's
 last mask for up to STEPS empty frames under the open gripper (``control.near``; 0: none), and with +HOVER hovered
 spots after HOVER low steps (0: none); each ``--look HEIGHT_M/WHEN[/HOVER]`` row is the shipped filter with the low
 look (``control.look``) from HEIGHT_M at the start, after each spot given up, or both (WHEN: ``start``, ``spot``,

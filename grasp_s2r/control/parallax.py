@@ -104,8 +104,8 @@ SHIPPED = ParallaxConfig(hover_steps=16, hover_closes=6, held_steps=3, held_disj
 closed over 6 times, given up, and each time the arm looks again from 8 cm above the spawn area; the held sphere's
 last mask for up to 3 frames that lose it (empty, or off it), the near sphere's for 1. Chosen on validation episodes
 (``benchmarks/parallax_filter.py``, docs/control.md): the held sphere (and a mask off it counted as lost), the
-re-closed spots and the near sphere each raised a condition and lowered none; the hovered steps with the low look turned 14 failures into grasps and 3
-grasps into failures over 12 validation conditions of 300 episodes."""
+re-closed spots and the near sphere each raised a condition and lowered none; the hovered steps with the low look
+turned 14 failures into grasps and 3 grasps into failures over 12 validation conditions of 300 episodes."""
 
 
 def scaled_parallax(config: ParallaxConfig, factor: float) -> ParallaxConfig:
