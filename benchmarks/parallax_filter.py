@@ -12,9 +12,9 @@ shipped; each ``--hover STEPS/HEIGHT_M`` row is the shipped filter with hovered 
 gripper below HEIGHT_M (``control.hovered``; 0 steps: none); each ``--held STEPS[/disjoint]`` row is the shipped filter
 that gives up to STEPS empty masks in a row the last non-empty one while the closed gripper holds something
 (``control.held``; 0: none; /disjoint: masks that do not touch it too); each ``--closes N`` row is the shipped filter
-with re-closed spots after N closes begun near one table point (``control.hovered``; 0: none); each ``--near STEPS[+HOVER]`` row is the shipped filter with the near sphere's
-last mask for up to STEPS empty frames under the open gripper (``control.near``; 0: none), and with +HOVER hovered
-spots after HOVER low steps (0: none); each ``--look HEIGHT_M/WHEN[/HOVER]`` row is the shipped filter with the low
+with re-closed spots after N closes begun near one table point (``control.hovered``; 0: none); each ``--near
+STEPS[+HOVER]`` row is the shipped filter with the near sphere's last mask for up to STEPS empty frames under the open
+gripper (``control.near``; 0: none), and with +HOVER hovered spots after HOVER low steps (0: none); each ``--look HEIGHT_M/WHEN[/HOVER]`` row is the shipped filter with the low
 look (``control.look``) from HEIGHT_M at the start, after each spot given up, or both (WHEN: ``start``, ``spot``,
 ``start+spot``), and with /HOVER hovered spots after HOVER low steps. Rows run the same episodes: each row after the
 first prints, per condition, the episodes it grasps that the first row does not (won) and the other way (lost).
