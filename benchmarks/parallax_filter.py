@@ -5,19 +5,20 @@ without it, with other vote counts, and with other settings of its rules.
         [--closes 4,6] [--near 0+0,1+0,1+16] [--look 0/spot/0,0.08/spot/16] [--episodes 300] [--conditions C,...]
         [--workers 2] [--save]
 
-The shipped segmenter and controller act in every row. A ``--votes`` row of 0 gives the controller the segmenter's
-masks as they are (no filter); each other one drops the detections that stay put in the image while the camera
-moves (:class:`~grasp_s2r.control.parallax.ParallaxFilter`), with that many votes, the rest of the filter as
-shipped; each ``--hover STEPS/HEIGHT_M`` row is the shipped filter with hovered spots after STEPS steps of the open
-gripper below HEIGHT_M (``control.hovered``; 0 steps: none); each ``--held STEPS[/disjoint]`` row is the shipped filter
-that gives up to STEPS empty masks in a row the last non-empty one while the closed gripper holds something
-(``control.held``; 0: none; /disjoint: masks that do not touch it too); each ``--closes N`` row is the shipped filter
-with re-closed spots after N closes begun near one table point (``control.hovered``; 0: none); each ``--near
-STEPS[+HOVER]`` row is the shipped filter with the near sphere's last mask for up to STEPS empty frames under the open
-gripper (``control.near``; 0: none), and with +HOVER hovered spots after HOVER low steps (0: none); each ``--look HEIGHT_M/WHEN[/HOVER]`` row is the shipped filter with the low
-look (``control.look``) from HEIGHT_M at the start, after each spot given up, or both (WHEN: ``start``, ``spot``,
-``start+spot``), and with /HOVER hovered spots after HOVER low steps. Rows run the same episodes: each row after the
-first prints, per condition, the episodes it grasps that the first row does not (won) and the other way (lost).
+The shipped segmenter and controller act in every row. A ``--votes`` row of 0 gives the controller the segmenter's masks
+as they are (no filter); each other one drops the detections that stay put in the image while the camera moves
+(:class:`~grasp_s2r.control.parallax.ParallaxFilter`), with that many votes, the rest of the filter as shipped; each
+``--hover STEPS/HEIGHT_M`` row is the shipped filter with hovered spots after STEPS steps of the open gripper below
+HEIGHT_M (``control.hovered``; 0 steps: none); each ``--held STEPS[/disjoint]`` row is the shipped filter that gives up
+to STEPS empty masks in a row the last non-empty one while the closed gripper holds something (``control.held``; 0:
+none; /disjoint: masks that do not touch it too); each ``--closes N`` row is the shipped filter with re-closed spots
+after N closes begun near one table point (``control.hovered``; 0: none); each ``--near STEPS[+HOVER]`` row is the
+shipped filter with the near sphere's last mask for up to STEPS empty frames under the open gripper (``control.near``;
+0: none), and with +HOVER hovered spots after HOVER low steps (0: none); each ``--look HEIGHT_M/WHEN[/HOVER]`` row is
+the shipped filter with the low look (``control.look``) from HEIGHT_M at the start, after each spot given up, or both
+(WHEN: ``start``, ``spot``, ``start+spot``), and with /HOVER hovered spots after HOVER low steps. Rows run the same
+episodes: each row after the first prints, per condition, the episodes it grasps that the first row does not (won) and
+the other way (lost).
 ``DIR``: a folder of validation photos for the unseen conditions (never the
 held-out ones). Writes ``runs/benchmarks/parallax_filter.json`` (``--save``:
 ``benchmarks/results/``).
