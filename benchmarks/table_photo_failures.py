@@ -58,7 +58,7 @@ ROLLING_M_S, ROLLED_STEPS = 0.015, 10
 """A sphere on the table moving faster than ROLLING_M_S (m/s, in the table's plane) rolls; an episode whose sphere
 rolls ROLLED_STEPS steps or more ``rolled``: it slipped from the fingers or was pushed, and rolled on (its rolling
 resistance is near zero). A sphere nudged as the fingers close rolls a step or two."""
-_SPHERE_XY = [STATE_NAMES.index(k) for k in ("sphere_vx", "sphere_vy")]
+_SPHERE_VXY = [STATE_NAMES.index(k) for k in ("sphere_vx", "sphere_vy")]
 _SPHERE_Z = STATE_NAMES.index("sphere_z")
 FAILURE_KINDS = ("lured away", "lost", "never found", "found, not grasped", "dropped in the lift")
 """What a failed episode did (:func:`failure_kind`), in the order the summary counts them."""
@@ -81,7 +81,7 @@ def episode_row(arrays: dict[str, np.ndarray]) -> dict[str, float]:
 def rolled_steps(state: np.ndarray) -> np.ndarray:
     """bool (T,): the steps of an episode's privileged ``state`` (T, len(STATE_NAMES)) whose sphere rolls on the table
     (planar speed above :data:`ROLLING_M_S`, within 5 mm of its height at the first step, where it lies)."""
-    speed = np.linalg.norm(state[:, _SPHERE_XY], axis=1)
+    speed = np.linalg.norm(state[:, _SPHERE_VXY], axis=1)
     return (speed > ROLLING_M_S) & (state[:, _SPHERE_Z] < state[0, _SPHERE_Z] + 0.005)
 
 

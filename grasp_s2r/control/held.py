@@ -45,9 +45,9 @@ class HeldSphere:
         mask = np.asarray(mask, dtype=bool)
         p = np.asarray(proprio, dtype=float)
         holding = p[GRIPPER_CLOSED_INDEX] >= 0.5 and p[FINGER_GAP_INDEX] >= self.min_gap_m
-        elsewhere = (self.disjoint and holding and self._last is not None and mask.any()
-                     and not (mask & self._last).any())
-        if mask.any() and not elsewhere:
+        seen = bool(mask.any())
+        elsewhere = self.disjoint and holding and seen and self._last is not None and not (mask & self._last).any()
+        if seen and not elsewhere:
             self._last, self._empty = mask.copy(), 0
             return mask
         self._empty += 1
