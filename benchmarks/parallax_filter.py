@@ -2,8 +2,8 @@
 without it, with other vote counts, and with other settings of its rules.
 
     python benchmarks/parallax_filter.py --photos DIR [--votes 0,3,2] [--hover 10/0.03,16/0.04] [--held 5,3/disjoint]
-        [--closes 4,6] [--near 0+0,1+0,1+16] [--look 0/spot/0,0.08/spot/16] [--episodes 300] [--conditions C,...]
-        [--workers 2] [--save]
+        [--closes 4,6] [--near 0+0,1+0,1+16] [--look 0/spot/0,0.08/spot/16] [--lead 3/1,4/2] [--episodes 300]
+        [--conditions C,...] [--workers 2] [--save]
 
 The shipped segmenter and controller act in every row. A ``--votes`` row of 0 gives the controller the segmenter's masks
 as they are (no filter); each other one drops the detections that stay put in the image while the camera moves
@@ -16,7 +16,9 @@ after N closes begun near one table point (``control.hovered``; 0: none); each `
 shipped filter with the near sphere's last mask for up to STEPS empty frames under the open gripper (``control.near``;
 0: none), and with +HOVER hovered spots after HOVER low steps (0: none); each ``--look HEIGHT_M/WHEN[/HOVER]`` row is
 the shipped filter with the low look (``control.look``) from HEIGHT_M at the start, after each spot given up, or both
-(WHEN: ``start``, ``spot``, ``start+spot``), and with /HOVER hovered spots after HOVER low steps. Rows run the same
+(WHEN: ``start``, ``spot``, ``start+spot``), and with /HOVER hovered spots after HOVER low steps; each ``--lead
+FRAMES/STEPS`` row is the shipped filter with the rolling lead (``control.lead``) over FRAMES frames adding STEPS of
+the sphere's step to the controller's (0 frames: none). Rows run the same
 episodes: each row after the first prints, per condition, the episodes it grasps that the first row does not (won) and
 the other way (lost).
 ``DIR``: a folder of validation photos for the unseen conditions (never the
@@ -86,6 +88,12 @@ def _look(text: str) -> ParallaxConfig:
                                look_after_spot="spot" in when, **({"hover_steps": int(hover)} if hover else {}))
 
 
+def _lead(text: str) -> ParallaxConfig:
+    """The shipped filter with the rolling lead of ``--lead``'s ``FRAMES/STEPS``."""
+    frames, _, steps = text.partition("/")
+    return dataclasses.replace(SHIPPED, lead_frames=int(frames), lead_steps=float(steps or 1.0))
+
+
 def describe(parallax: ParallaxConfig | None) -> str:
     """A row's name: what the filter does."""
     if parallax is None:
@@ -100,7 +108,9 @@ def describe(parallax: ParallaxConfig | None) -> str:
     when = " and ".join(w for w, on in (("at the start", parallax.look_at_start),
                                           ("after a spot", parallax.look_after_spot)) if on)
     look = f", low look from {100 * parallax.look_height_m:g} cm {when}" if parallax.look_height_m else ""
-    return f"parallax, {parallax.votes} votes{hovered}{closes}{held}{near}{look}"
+    lead = (f", rolling lead of {parallax.lead_steps:g} steps over {parallax.lead_frames} frames"
+            if parallax.lead_frames else "")
+    return f"parallax, {parallax.votes} votes{hovered}{closes}{held}{near}{look}{lead}"
 
 
 def main() -> int:
@@ -121,6 +131,9 @@ def main() -> int:
                                               "filter with a low look from HEIGHT_M (control.look) at the start, "
                                               "after a given-up spot, or both (WHEN: start, spot, start+spot), and "
                                               "hovered spots after HOVER low steps (default: none)")
+    p.add_argument("--lead", default="", help="comma-separated FRAMES/STEPS, one row each: the shipped filter with "
+                                              "the rolling lead (control.lead) over FRAMES frames, STEPS of the "
+                                              "sphere's step added (default: none)")
     add_episode_arguments(p, CONDITIONS)
     add_json_argument(p, "parallax_filter")
     args = p.parse_args()
@@ -130,9 +143,10 @@ def main() -> int:
                     if v] + [_hovering(h) for h in args.hover.split(",") if h]
                    + [_held(h) for h in args.held.split(",") if h]
                    + [dataclasses.replace(SHIPPED, hover_closes=int(n)) for n in args.closes.split(",") if n]
-                   + [_near(n) for n in args.near.split(",") if n] + [_look(v) for v in args.look.split(",") if v])
+                   + [_near(n) for n in args.near.split(",") if n] + [_look(v) for v in args.look.split(",") if v]
+                   + [_lead(v) for v in args.lead.split(",") if v])
         if not filters:
-            raise ValueError("no rows: give --votes, --hover, --held, --closes, --near or --look")
+            raise ValueError("no rows: give --votes, --hover, --held, --closes, --near, --look or --lead")
         conditions = [validation_condition(c, str(args.photos)) for c in args.conditions.split(",")]
     except (ValueError, KeyError) as e:
         sys.exit(f"parallax_filter: {e}")

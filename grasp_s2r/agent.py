@@ -346,10 +346,10 @@ class GraspAgent:
         step = self.act_batch(np.asarray(rgb)[None], p[None], memory=self.memory.features()[None],
                               mask_filters=None if self._far is None else [self._far.filter],
                               previous_frames=None if self._previous is None else [self._previous])[0]
-        look = None if self._far is None else self._far.action(p)
-        if look is not None:  # the low look acts in the controller's place (control.look)
-            step = replace(step, action=look, delta_m=look[:3] * self.scene.max_action_step_m,
-                           close_gripper=bool(look[3] > 0))
+        override = None if self._far is None else self._far.action(p, step.action)
+        if override is not None:  # the low look (control.look) or the rolling lead (control.lead)
+            step = replace(step, action=override, delta_m=override[:3] * self.scene.max_action_step_m,
+                           close_gripper=bool(override[3] > 0))
         self.memory.update(step.mask, p, step.action)
         self.blind_steps = 0 if step.mask.any() else self.blind_steps + 1
         return step

@@ -43,8 +43,8 @@ OPTIONS = (
            type=non_negative_int, metavar="N"),
     Option("--no-parallax", "the controller gets the segmenter's masks as they are (default: detections that stay put "
            "in the image as the camera moves are dropped, and those at a table point the gripper closed over 6 times; a "
-           "sphere held in the closed gripper, or lost for a frame just under the open one, keeps its last mask; as "
-           "GraspAgent does)", sets={"parallax": False}),
+           "sphere held in the closed gripper, or lost for a frame just under the open one, keeps its last mask; a "
+           "rolling sphere's step is added to the controller's action; as GraspAgent does)", sets={"parallax": False}),
     *backend_options("env processes"),
     Option("--device", "torch device", "device", type=torch_device, show=lambda d: d or "cuda when present, else cpu"),
     Option("--threads", "torch CPU threads", "torch_threads", type=positive_int),

@@ -16,9 +16,10 @@ over them again and again (:mod:`grasp_s2r.control.hovered`). With ``held_steps`
 holds keeps its last mask where the segmenter loses it in the lift (:mod:`grasp_s2r.control.held`), and with
 ``near_steps`` set a sphere seen large just under the open fingers (:mod:`grasp_s2r.control.near`). With
 ``look_height_m`` set the arm looks again from low down, by proprioception, after each spot it gives up (its
-:meth:`ParallaxFilter.action`; :mod:`grasp_s2r.control.look`). The shipped filter (:data:`SHIPPED`) runs every rule
-but the look at the start. Numpy and OpenCV only; the same class runs in the batched rollouts (``runtime.pool``) and
-in ``GraspAgent``.
+:meth:`ParallaxFilter.action`; :mod:`grasp_s2r.control.look`), and with ``lead_frames`` set a sphere rolling on the
+table has its step added to the controller's action (:mod:`grasp_s2r.control.lead`). The shipped filter
+(:data:`SHIPPED`) runs every rule but the look at the start. Numpy and OpenCV only; the same class runs in the
+batched rollouts (``runtime.pool``) and in ``GraspAgent``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 
 from grasp_s2r.control.held import HeldSphere
 from grasp_s2r.control.hovered import HoveredSpots
+from grasp_s2r.control.lead import RollingLead
 from grasp_s2r.control.look import LowLook
 from grasp_s2r.control.near import NearSphere
 from grasp_s2r.control.wrist_geometry import FINGER_GAP_INDEX, GRIPPER_CLOSED_INDEX, TCP_INDEX, WristView
@@ -80,6 +82,11 @@ class ParallaxConfig:
     """A low look at the episode's start."""
     look_after_spot: bool = False
     """A low look after each hovered or re-closed spot is given up."""
+    lead_frames: int = 0
+    """Rolling lead (``control.lead``): where the sphere's centroid moved on a straight line over this many
+    consecutive frames (fingers open, TCP low), its step is added to the controller's x, y action; 0: off."""
+    lead_steps: float = 1.0
+    """Steps of the sphere's motion the rolling lead adds."""
 
     def __post_init__(self) -> None:
         if self.min_shift_px < 2 * self.match_px:
@@ -93,24 +100,30 @@ class ParallaxConfig:
         if self.look_height_m < 0 or (self.look_height_m > 0 and not (self.look_at_start or self.look_after_spot)):
             raise ValueError(f"look_height_m must be >= 0 (0: off), and a look needs look_at_start or "
                              f"look_after_spot; got {self.look_height_m}")
+        if self.lead_frames < 0 or self.lead_frames == 1 or self.lead_steps <= 0:
+            raise ValueError(f"lead_frames must be 0 (off) or >= 2 and lead_steps > 0, got {self.lead_frames}, "
+                             f"{self.lead_steps}")
         if self.held_steps < 0 or self.near_steps < 0:
             raise ValueError(f"held_steps and near_steps must be >= 0 (0: off), got {self.held_steps}, "
                              f"{self.near_steps}")
 
 
 SHIPPED = ParallaxConfig(hover_steps=16, hover_closes=6, held_steps=3, held_disjoint=True, near_steps=1,
-                         look_height_m=0.08, look_after_spot=True)
+                         look_height_m=0.08, look_after_spot=True, lead_frames=3)
 """The filter ``GraspAgent`` and ``grasp-s2r eval`` run: 3 votes; a table point hovered over for 16 low steps, or
 closed over 6 times, given up, and each time the arm looks again from 8 cm above the spawn area; the held sphere's
-last mask for up to 3 frames that lose it (empty, or off it), the near sphere's for 1. Chosen on validation episodes
+last mask for up to 3 frames that lose it (empty, or off it), the near sphere's for 1; a sphere rolling on the table
+over 3 frames has its step added to the controller's. Chosen on validation episodes
 (``benchmarks/parallax_filter.py``, docs/control.md): the held sphere (and a mask off it counted as lost), the
 re-closed spots and the near sphere each raised a condition and lowered none; the hovered steps with the low look
-turned 14 failures into grasps and 3 grasps into failures over 12 validation conditions of 300 episodes."""
+turned 14 failures into grasps and 3 grasps into failures over 12 validation conditions of 300 episodes, the rolling
+lead 16 and 1."""
 
 
 def scaled_parallax(config: ParallaxConfig, factor: float) -> ParallaxConfig:
     """``config``'s pixel settings for a camera ``factor`` times as wide in pixels (the same field of view): its
-    distances times ``factor``, its areas times ``factor`` squared; its settings were chosen on the default camera (``CameraConfig``, 64 px)."""
+    distances times ``factor``, its areas times ``factor`` squared; its settings were chosen on the default camera
+    (``CameraConfig``, 64 px). The rolling lead's settings are in metres and stay."""
     if factor <= 0:
         raise ValueError(f"factor must be positive, got {factor}")
     return replace(config, min_shift_px=config.min_shift_px * factor, match_px=config.match_px * factor,
@@ -133,6 +146,8 @@ class ParallaxFilter:
         self.look = (LowLook(scene, c.look_height_m, c.look_at_start, c.look_after_spot) if c.look_height_m > 0
                      else None)
         """The low looks (``control.look``), or None where they are off."""
+        self.lead = RollingLead(scene, camera, c.lead_frames, c.lead_steps) if c.lead_frames else None
+        """The rolling sphere's lead (``control.lead``), or None where it is off."""
         self.reset()
 
     def reset(self) -> None:
@@ -151,13 +166,17 @@ class ParallaxFilter:
             self.near.reset()
         if self.look is not None:
             self.look.reset()
+        if self.lead is not None:
+            self.lead.reset()
 
-    def action(self, proprio: np.ndarray) -> np.ndarray | None:
-        """The low look's action for this step (after :meth:`filter` of the same step), or None where the
-        controller acts."""
-        if self.look is None:
-            return None
-        return self.look.action(proprio, 0 if self.hovered is None else len(self.hovered.spots))
+    def action(self, proprio: np.ndarray, controller_action: np.ndarray | None = None) -> np.ndarray | None:
+        """The action to execute instead of the controller's this step (after :meth:`filter` of the same step): the
+        low look's, or ``controller_action`` with the rolling lead added; None where the controller's stands."""
+        look = None if self.look is None else self.look.action(proprio, 0 if self.hovered is None
+                                                                else len(self.hovered.spots))
+        if look is not None or self.lead is None or controller_action is None:
+            return look
+        return self.lead.adjust(controller_action)
 
     @property
     def far_spots(self) -> np.ndarray:
@@ -180,7 +199,11 @@ class ParallaxFilter:
             mask = self.hovered.filter(mask, proprio)
         if self.held is not None:
             mask = self.held.filter(mask, proprio)
-        return mask if self.near is None else self.near.filter(mask, proprio)
+        if self.near is not None:
+            mask = self.near.filter(mask, proprio)
+        if self.lead is not None:
+            self.lead.update(mask, proprio)
+        return mask
 
     def _without_far(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
         mask = np.asarray(mask, dtype=bool)

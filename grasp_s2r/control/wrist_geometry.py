@@ -59,9 +59,10 @@ class WristView:
         t = float(np.tan(np.radians(self.camera.fov_deg) / 2))
         return t * self.camera.width_px / self.camera.height_px, t
 
-    def table_xy(self, pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Where the rays of image points (..., 2) (column, row; pixel centres at integers) meet the table plane:
-        float (..., 2) table (x, y) in metres, and bool (...) whether they meet it in front of the camera."""
+    def table_xy(self, pixels: np.ndarray, plane_z_m: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """Where the rays of image points (..., 2) (column, row; pixel centres at integers) meet the table plane
+        (or the plane ``plane_z_m`` above it, e.g. that of the sphere's centre): float (..., 2) table (x, y) in
+        metres, and bool (...) whether they meet it in front of the camera."""
         px = np.asarray(pixels, dtype=float)
         tx, ty = self._tan_half
         h, w = self.camera.height_px, self.camera.width_px
@@ -69,7 +70,7 @@ class WristView:
         ys = (1 - 2 * (px[..., 1] + 0.5) / h) * ty
         rays = self.forward + xs[..., None] * self.right + ys[..., None] * self.up
         with np.errstate(divide="ignore", invalid="ignore"):
-            reach = -self.eye[2] / rays[..., 2]
+            reach = (plane_z_m - self.eye[2]) / rays[..., 2]
         ahead = np.isfinite(reach) & (reach > 0)
         return self.eye[:2] + np.where(ahead, reach, 0.0)[..., None] * rays[..., :2], ahead
 

@@ -214,9 +214,9 @@ class RolloutPool:
                 if "action_unseen" in o and not saw:  # observable expert: the label of a state without the sphere
                     o["action"], o["phase"] = o["action_unseen"], o["phase_unseen"]
                 lrn = learner[j] if ep.request.actor.queries_learner else None
-                look = None if ep.parallax is None or lrn is None else ep.parallax.action(o["proprio"])
-                if look is not None:  # the low look acts in the controller's place (control.look)
-                    lrn = look
+                override = None if ep.parallax is None or lrn is None else ep.parallax.action(o["proprio"], lrn)
+                if override is not None:  # the low look (control.look) or the rolling lead (control.lead)
+                    lrn = override
                 executed, from_expert = ep.actor.choose(o["action"], lrn)
                 if with_memory:
                     ep.memory.update(input_masks[j], o["proprio"], executed)
