@@ -19,7 +19,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from grasp_s2r.control.wrist_geometry import FINGER_GAP_INDEX, GRIPPER_CLOSED_INDEX, TCP_INDEX, WristView
+from grasp_s2r.control.wrist_geometry import TCP_INDEX, WristView, fingers_open
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
 
 
@@ -51,8 +51,7 @@ class RollingLead:
         p = np.asarray(proprio, dtype=float)
         tcp = p[TCP_INDEX]
         mask = np.asarray(mask, dtype=bool)
-        open_low = (p[GRIPPER_CLOSED_INDEX] < 0.5 and p[FINGER_GAP_INDEX] >= self.scene.fingers_open_gap_m
-                    and tcp[2] <= self.max_height_m)
+        open_low = fingers_open(p, self.scene) and tcp[2] <= self.max_height_m
         if not open_low or not mask.any():
             self._points.clear()
             return

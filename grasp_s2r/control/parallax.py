@@ -34,7 +34,7 @@ from grasp_s2r.control.hovered import HoveredSpots
 from grasp_s2r.control.lead import RollingLead
 from grasp_s2r.control.look import LowLook
 from grasp_s2r.control.near import NearSphere
-from grasp_s2r.control.wrist_geometry import FINGER_GAP_INDEX, GRIPPER_CLOSED_INDEX, TCP_INDEX, WristView
+from grasp_s2r.control.wrist_geometry import TCP_INDEX, WristView, fingers_open
 from grasp_s2r.sim.config import CameraConfig, SceneConfig
 
 
@@ -211,7 +211,7 @@ class ParallaxFilter:
             self._previous = None
             return mask
         p = np.asarray(proprio, dtype=float)
-        gripper_open = p[GRIPPER_CLOSED_INDEX] < 0.5 and p[FINGER_GAP_INDEX] >= self.scene.fingers_open_gap_m
+        gripper_open = fingers_open(p, self.scene)
         view = WristView.at(p[TCP_INDEX], self.camera)
         n, labels, _, centroids = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
         now = np.asarray(centroids[1:n], dtype=float).reshape(-1, 2)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from grasp_s2r.sim.config import CameraConfig
+from grasp_s2r.sim.config import CameraConfig, SceneConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES
 
 TCP_INDEX = [PROPRIO_NAMES.index(n) for n in ("tcp_x_world_m", "tcp_y_world_m", "tcp_z_above_table_m")]
@@ -27,6 +27,12 @@ GRIPPER_CLOSED_INDEX = PROPRIO_NAMES.index("gripper_closed")
 (``control.parallax``, ``control.hovered``, ``control.held``, ``control.near``)."""
 PALM_ABOVE_TCP_M = 0.055
 """The palm link's origin above the TCP (the gripper points straight down): measured in the simulator."""
+def fingers_open(proprio: np.ndarray, scene: SceneConfig) -> bool:
+    """Whether the gripper is commanded open and its fingers are fully apart (proprio in ``PROPRIO_NAMES`` order):
+    what the parallax votes and the rolling lead wait for (a held or closing sphere moves with the camera)."""
+    return bool(proprio[GRIPPER_CLOSED_INDEX] < 0.5 and proprio[FINGER_GAP_INDEX] >= scene.fingers_open_gap_m)
+
+
 _R_WORLD_PALM = np.diag([1.0, -1.0, -1.0])
 """Palm frame in the table frame with the gripper pointing down (palm +x = table +x, palm +z = table -z)."""
 
