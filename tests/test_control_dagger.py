@@ -230,3 +230,26 @@ def test_own_photos_are_the_backdrop_and_the_table_of_training_episodes(tmp_path
     assert all(r.condition.table_photos == photos and r.condition.backgrounds == "" for r in table)
     assert all(r.condition.backgrounds == photos for r in reqs if not r.condition.table_photos)
     assert cfg.identity()["backgrounds"] == photos  # another scene is another run
+
+
+def test_round_zero_trains_on_from_an_init_controller_and_another_architecture_is_refused(tmp_path):
+    """--init: round 0 starts from the given controller's weights (a fine-tune), not new ones; a checkpoint of
+    another architecture is refused before the run folder is written, and the init is part of the run's identity."""
+    from grasp_s2r.agent import default_controller_path
+    from grasp_s2r.control.policy import PolicyConfig
+
+    shipped = default_controller_path()
+    init, _ = Policy.load(shipped)
+    cfg = _tiny(tmp_path / "run", rounds=1, init_policy=str(shipped), policy=PolicyConfig(memory=True),
+                bc_baseline=False, train=PolicyTrainConfig(steps=2, batch_size=32, lr=1e-7))
+    run_dagger(cfg, progress=False)
+    tuned, blob = Policy.load(tmp_path / "run" / "checkpoints" / "round-000.pt")
+    assert blob["config"]["init_policy"] == str(shipped)
+    for name, w in init.net.state_dict().items():  # two steps at 1e-7 move no weight by more than ~1e-6
+        assert torch.allclose(tuned.net.state_dict()[name], w, atol=1e-5), name
+    fresh = Policy(PolicyConfig(memory=True))
+    assert any(not torch.allclose(fresh.net.state_dict()[k], w, atol=1e-3) for k, w in init.net.state_dict().items())
+    assert cfg.identity()["init_policy"] == str(shipped) and "init_policy" not in _tiny(tmp_path / "x").identity()
+    with pytest.raises(ValueError, match="architecture .*memory.*--memory"):
+        run_dagger(_tiny(tmp_path / "run2", rounds=1, init_policy=str(shipped)), progress=False)
+    assert not (tmp_path / "run2").exists()

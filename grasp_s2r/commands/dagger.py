@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from grasp_s2r.common_options import backend_options, check_backend, env_options
-from grasp_s2r.control.dagger import DaggerConfig, check_demos, run_dagger
+from grasp_s2r.control.dagger import DaggerConfig, check_demos, load_init_policy, run_dagger
 from grasp_s2r.data.episodes import DatasetError
 from grasp_s2r.options import (
     Option,
@@ -58,6 +58,9 @@ OPTIONS = (
     Option("--demos", "a 'grasp-s2r collect --controller-scene' dataset of this run's --masks/--vision as round 0",
            "demos", metavar="DIR",
            show=lambda d: d or "none"),
+    Option("--init", "a controller checkpoint round 0 trains on from (a fine-tune, e.g. of the shipped controller on "
+           "your --photos); its architecture must be this run's", "init_policy", metavar="CKPT",
+           show=lambda c: c or "new weights"),
     Option("--no-bc", "skip the behavior-cloning baseline", sets={"bc_baseline": False}),
     *backend_options("env processes"),
     Option("--device", "torch device", "device", type=torch_device,
@@ -119,8 +122,9 @@ def _channels(text: str) -> tuple[int, ...]:
 
 
 def check_inputs(cfg: DaggerConfig) -> None:
-    """The segmenter (--masks predicted) and --demos, checked before the run folder is made or written (run_dagger
-    would refuse them only after writing its run.json). Raises UsageError."""
+    """The segmenter (--masks predicted), --init and --demos, checked before the run folder is made or written
+    (run_dagger would refuse the segmenter and the demonstrations only after writing its run.json). Raises
+    UsageError."""
     if cfg.masks == "predicted":
         try:
             source = make_mask_source(cfg.masks, cfg.vision_checkpoint, "cpu")
@@ -130,6 +134,11 @@ def check_inputs(cfg: DaggerConfig) -> None:
             raise UsageError("--gripper-input with predicted masks needs a segmenter that predicts the fingers' mask: "
                              "the packaged gripper head was not trained on this --vision (train one with "
                              "'grasp-s2r train-gripper --vision CKPT'), or use --masks gt")
+    if cfg.init_policy:
+        try:
+            load_init_policy(cfg, "cpu")
+        except (FileNotFoundError, ValueError) as e:
+            raise UsageError(str(e) if str(e).startswith("--init") else f"--init: {e}") from None
     if cfg.demos:
         try:
             check_demos(cfg)

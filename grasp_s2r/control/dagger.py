@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from grasp_s2r.configs import differences, to_json
+from grasp_s2r.configs import differences, to_dict, to_json
 from grasp_s2r.control import seeds
 from grasp_s2r.control.bc_baseline import bc_round
 from grasp_s2r.control.curves import CURVE_SOFTWARE, best_round, summary_line, write_curve_csv, write_curve_json
@@ -92,6 +92,16 @@ def check_demos(cfg: DaggerConfig) -> EpisodeDataset:
         raise ValueError(f"--demos {cfg.demos} recorded other controller input masks than this run's "
                          f"({'; '.join(differences(theirs.get('masks'), want))}); collect them with --masks {cfg.masks}{vision}")
     return demos
+
+
+def load_init_policy(cfg: DaggerConfig, device: torch.device | str | None = None) -> Policy:
+    """The controller of ``cfg.init_policy``, which round 0 trains on from; ValueError when its architecture is not
+    the run's ``policy`` (its features would not match)."""
+    policy, _ = Policy.load(Path(cfg.init_policy), device)
+    if policy.cfg != cfg.policy:
+        raise ValueError(f"--init {cfg.init_policy}: a controller of architecture {to_dict(policy.cfg)}, not this "
+                         f"run's {to_dict(cfg.policy)} (give the options it was trained with, e.g. --memory)")
+    return policy
 
 
 class DaggerTrainer:
@@ -166,6 +176,8 @@ class DaggerTrainer:
     def load_or_new(self, path: Path | None) -> Policy:
         if path is not None and path.is_file():
             return Policy.load(path, self.device)[0]
+        if self.cfg.init_policy:
+            return load_init_policy(self.cfg, self.device)
         torch.manual_seed(self.cfg.seed)
         return Policy(self.cfg.policy, self.device)
 
@@ -227,6 +239,8 @@ def run_dagger(cfg: DaggerConfig, progress: bool = True, tensorboard: Path | Non
 
 def _run_dagger(cfg: DaggerConfig, progress: bool = True, tb: TBLogger | None = None) -> DaggerResult:
     out = Path(cfg.out)
+    if cfg.init_policy:  # refused before the run folder is written
+        load_init_policy(cfg, "cpu")
     store = RunStore(out)
     store.open(cfg.identity(), cfg.to_dict())
     for root in sorted([*out.glob("round-[0-9][0-9][0-9]"), store.bc_dir]):  # resuming: refuse a damaged episode

@@ -24,7 +24,7 @@ BETA_SCHEDULES: tuple[str, ...] = get_args(BetaSchedule)
 _RESUMABLE_FIELDS = ("rounds", "workers", "backend", "device", "torch_threads")
 """Config fields that may differ when a run is resumed (e.g. ask for more rounds)."""
 _LEGACY_VALUES = {"observable_expert": False, "out_of_view_prob": 0.0, "table_photo_prob": 0.0, "dropout_prob": 0.0,
-                  "search_height_m": 0.22, "first_look_height_m": 0.0, "learner_sees": "mask"}
+                  "search_height_m": 0.22, "first_look_height_m": 0.0, "learner_sees": "mask", "init_policy": ""}
 """Fields added later, left out of a run's identity at the value that reproduces runs made before they existed
 (so those runs still resume)."""
 
@@ -81,6 +81,9 @@ class DaggerConfig:
     (docs/control.md): 5 made no difference beyond run-to-run noise, hence off by default."""
     demos: str = ""
     """Optional ``grasp-s2r collect`` dataset used as round 0 (its first episodes_per_round episodes)."""
+    init_policy: str = ""
+    """Optional controller checkpoint that round 0 trains on from, instead of new weights (a fine-tune: e.g. the
+    shipped controller on your own scene). Its architecture must be ``policy``'s."""
     out_of_view_prob: float = 0.0
     """Share of training episodes whose sphere starts outside the camera's view (the ``start-out-of-view``
     condition's placement): the learner must learn to search."""
