@@ -152,3 +152,37 @@ def test_hard_share_averages_the_bce_over_the_hardest_images_only():
     x = logits.clone().requires_grad_(True)
     segmentation_loss(x, target, dice_weight=0.0, hard_share=0.25).backward()
     assert x.grad[1].abs().sum() > 0 and x.grad[[0, 2, 3]].abs().sum() == 0
+
+
+def test_ranking_loss_charges_a_sphere_the_busiest_spot_out_ranks_and_the_spot_on_a_sphere_free_image():
+    """--rank-weight: per image, the sphere's pixels against every other pixel and a 'no sphere' logit of 0. A sphere
+    above every other pixel and above 0 costs little; the same sphere out-ranked by one spot of the image costs about
+    the difference of their logits less the log of its pixel count (a 3 x 3 px sphere about 2 more than a 9 x 9 px
+    one, where the BCE's mean charges it nine times less); a sphere-free image costs what its highest logit rises
+    above 0; the gradient is finite everywhere, sphere-free images included."""
+    import torch
+
+    from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, TrainError, ranking_loss, segmentation_loss
+
+    def image(sphere_px: int, sphere_logit: float, spot_logit: float) -> tuple[torch.Tensor, torch.Tensor]:
+        logits, target = torch.full((1, 1, 32, 32), -10.0), torch.zeros(1, 1, 32, 32)
+        if sphere_px:
+            target[0, 0, 4:4 + sphere_px, 4:4 + sphere_px] = 1
+            logits[target > 0] = sphere_logit
+        logits[0, 0, 25, 25] = spot_logit
+        return logits, target
+
+    assert ranking_loss(*image(3, 6.0, -10.0)).item() < 0.01
+    small, large = ranking_loss(*image(3, -4.0, 2.0)).item(), ranking_loss(*image(9, -4.0, 2.0)).item()
+    assert 6.0 - math.log(9) - 0.1 < small and large > 6.0 - math.log(81) - 0.1 and small - large < math.log(9) + 0.1
+    assert ranking_loss(*image(0, 0.0, 3.0)).item() == pytest.approx(math.log(1 + math.exp(3.0)), abs=0.01)
+    assert ranking_loss(*image(0, 0.0, -10.0)).item() < 0.05  # 1024 pixels at -10: log(1 + 1024 e^-10)
+    logits = torch.cat([image(3, -4.0, 2.0)[0], image(0, 0.0, 3.0)[0]]).requires_grad_(True)
+    target = torch.cat([image(3, -4.0, 2.0)[1], image(0, 0.0, 3.0)[1]])
+    ranking_loss(logits, target).backward()
+    assert torch.isfinite(logits.grad).all() and logits.grad[0, 0, 4, 4] < 0 < logits.grad[1, 0, 25, 25]
+    cfg = SegmenterTrainConfig(rank_weight=0.5)
+    x, y = image(3, -4.0, 2.0)
+    assert cfg.loss(x, y).item() == pytest.approx(segmentation_loss(x, y, 1.0).item() + 0.5 * ranking_loss(x, y).item())
+    with pytest.raises(TrainError, match="rank_weight"):
+        SegmenterTrainConfig(rank_weight=-1.0)

@@ -118,6 +118,8 @@ OPTIONS = (
            "only the first ones become tables)", "data.view.photo_textures", type=positive_int),
     Option("--size-balanced", "each sphere's pixels weigh the same in the loss, whatever its size (a missed "
            "3 px sphere costs as much as a missed 11 px one)", sets={"size_balanced": True}),
+    Option("--rank-weight", "weight of a loss that makes each image's sphere out-rank its every other pixel and "
+           "a 'no sphere' logit of 0 (0: off)", "rank_weight", type=float),
     Option("--hard-share", "the BCE over this share of each batch's images, the hardest ones (online hard-example "
            "mining; 1: all)", "hard_share", type=float),
     Option("--dice-per-image", "Dice loss per image, averaged (small spheres weigh as much as large ones)",

@@ -62,6 +62,10 @@ class SegmenterTrainConfig:
     """Each image's sphere pixels weigh, in the BCE and the Dice, as much in total as
     :data:`BALANCE_REFERENCE_PX` pixels: a missed 3 px sphere costs as much as a missed 11 px one
     (unweighted, the 11 px one costs 13 times more)."""
+    rank_weight: float = 0.0
+    """Weight of :func:`ranking_loss` added to the BCE and the Dice: each image's sphere pixels must out-rank the
+    image's every other pixel and a fixed "no sphere" logit of 0 (a sphere-free image: that logit must out-rank
+    every pixel); 0 = off, the recipe."""
     hard_share: float = 1.0
     """The BCE averaged over this share of each batch's images, the hardest (highest BCE) ones (online hard-example
     mining); 1 = every image, the recipe."""
@@ -126,6 +130,8 @@ class SegmenterTrainConfig:
         if self.image_size_px % (8 * self.unshuffle):
             raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs an image size a multiple of "
                              f"{8 * self.unshuffle}, got {self.image_size_px}")
+        if not 0.0 <= self.rank_weight < math.inf:
+            raise TrainError(f"rank_weight must be >= 0, got {self.rank_weight}")
         if not 0.0 < self.hard_share <= 1.0:
             raise TrainError(f"hard_share must be in (0, 1], got {self.hard_share}")
         if not 0.0 <= self.embedded_photo_share < 1.0:
@@ -183,8 +189,9 @@ class SegmenterTrainConfig:
 
     def loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """This run's :func:`segmentation_loss`."""
-        return segmentation_loss(logits, target, self.dice_weight, self.dice_per_image, self.size_balanced,
+        loss = segmentation_loss(logits, target, self.dice_weight, self.dice_per_image, self.size_balanced,
                                  self.hard_share)
+        return loss + self.rank_weight * ranking_loss(logits, target) if self.rank_weight else loss
 
 
 BALANCE_REFERENCE_PX = 28.0
@@ -234,6 +241,21 @@ def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: f
     wt = target if w is None else w * target
     dice = 1.0 - (2.0 * (wp * target).sum(dims) + 1.0) / (wp.sum(dims) + wt.sum(dims) + 1.0)
     return bce + dice_weight * dice.mean()
+
+
+def ranking_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The sphere found by rank, not by a threshold: per image, a softmax over its pixels' logits and one more, a
+    fixed "no sphere" logit of 0 (the threshold's); the loss is minus the log of the probability on the sphere's
+    pixels (on the "no sphere" logit for an image without one), averaged over the images. Logits and target float
+    (N, 1, H, W). Unlike the BCE, whose per-pixel mean lets a few missed sphere pixels among thousands cost little,
+    it charges a sphere the image's busiest spot out-ranks as much as a large one, and that spot with it."""
+    z = logits.flatten(1)
+    sphere = target.flatten(1) > 0
+    null = z.new_zeros(len(z), 1)
+    every = torch.logsumexp(torch.cat([z, null], 1), 1)
+    on_sphere = torch.logsumexp(z.masked_fill(~sphere, -1e4), 1)  # finite: no NaN gradient where none is
+    has_sphere = sphere.any(1)
+    return (every - torch.where(has_sphere, on_sphere, null[:, 0])).mean()
 
 
 def lr_factor(step: int, cfg: SegmenterTrainConfig) -> float:
