@@ -3,13 +3,14 @@ shipped weights, their recipe) with some of the recipe's settings changed, then 
 masks on a set's test parts.
 
     python benchmarks/adapt_recipe.py TUNE_DIR TEST_DIR --out RUN [--set KEY=VALUE ...] [--steps 3000] [--lr 1e-3]
-        [--minutes 0] [--episodes 300] [--workers 2] [--save]
+        [--rank-weight 0] [--minutes 0] [--episodes 300] [--workers 2] [--save]
 
 ``TUNE_DIR`` / ``TEST_DIR``: a set's tuning and test parts as ``benchmarks/own_scene.py`` cuts them
 (``OUT/<set>/tune``, ``OUT/<set>/test``); choose recipes on a validation set's parts, never on a report set's. Each
 ``--set`` changes one field of the recipe read from the shipped checkpoint (``train_config.recipe_of``, what
 ``adapt`` trains with): ``distractor_prob=0``, or a field of one of its parts, ``mix.photo_table=0.5``,
-``view.far_view_prob=0.5`` (values as JSON; a list is a range). The fine-tune runs as ``adapt``'s
+``view.far_view_prob=0.5`` (values as JSON; a list is a range); ``--rank-weight W`` adds the ranking loss
+(``train-vision --rank-weight``). The fine-tune runs as ``adapt``'s
 (``adapt.segmenter_train_config``: ``--steps`` at peak ``--lr``, whole images, every tuning part; with
 ``--minutes``, as many of them as fit, as ``adapt --segmenter-minutes``) into ``RUN``; a
 finished ``RUN`` is evaluated again, not retrained (a changed arm is refused, as ``train-vision --resume`` refuses).
@@ -73,6 +74,7 @@ def main() -> int:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a recipe setting (repeatable)")
     p.add_argument("--steps", type=int, default=AdaptConfig.segmenter_steps, help="fine-tuning steps (adapt's)")
     p.add_argument("--lr", type=float, default=AdaptConfig.segmenter_lr, help="peak learning rate (adapt's)")
+    p.add_argument("--rank-weight", type=float, default=0.0, help="weight of the ranking loss (default 0: adapt's)")
     p.add_argument("--minutes", type=float, default=0.0,
                    help="the fine-tune's time budget (adapt's --segmenter-minutes); default 0: --steps steps, so "
                         "that arms run alike on any machine")
@@ -87,7 +89,8 @@ def main() -> int:
                       segmenter_minutes=args.minutes)
     train_cfg = segmenter_train_config(cfg)
     try:
-        train_cfg = dataclasses.replace(train_cfg, data=with_settings(train_cfg.data, args.set))
+        train_cfg = dataclasses.replace(train_cfg, data=with_settings(train_cfg.data, args.set),
+                                        rank_weight=args.rank_weight)
     except (ValueError, TypeError) as e:
         sys.exit(f"adapt_recipe: {e}")
     model, start = args.out / "model.pt", time.monotonic()
@@ -106,6 +109,7 @@ def main() -> int:
         print(f"  {name:20s} {format_rate(r['successes'], r['episodes'])}")
     trained = steps_of_run(json.loads((args.out / "run.json").read_text())["config"])
     write_results(args.json, "adapt_recipe", {"settings": args.set, "steps": args.steps, "lr": args.lr,
+                                              "rank_weight": args.rank_weight,
                                               "minutes_budget": args.minutes, "steps_trained": trained,
                                               "fine_tune_minutes": minutes, "model": str(model),
                                               "conditions": results}, args)
