@@ -113,11 +113,9 @@ class SizeChecked(ParallaxFilter):
                 mask = mask & ~np.isin(b["labels"], np.flatnonzero(drop) + 1)
         return super().filter(mask, proprio)
 
-    def action(self, proprio: np.ndarray) -> np.ndarray | None:
-        if self.look is None or not self.look_on_drop:
-            return super().action(proprio)
-        given_up = 0 if self.hovered is None else len(self.hovered.spots)
-        return self.look.action(proprio, given_up + len(self.small_spots))
+    def spots_given_up(self) -> int:
+        """With ``look``, the spots dropped as too small count as given up: each new one starts a low look."""
+        return super().spots_given_up() + (len(self.small_spots) if self.look_on_drop else 0)
 
 
 class SpeckStays(ParallaxFilter):

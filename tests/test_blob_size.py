@@ -71,6 +71,16 @@ def test_the_size_check_drops_a_speck_and_a_slab_and_keeps_a_sphere_sized_blob()
     closed[4] = 1.0
     assert cls(ENV.scene, ENV.camera, SHIPPED).filter(mask, closed)[45, 45]  # closed gripper: no check
     assert size_checked("0/1.6")(ENV.scene, ENV.camera, SHIPPED).filter(mask, proprio)[45, 45]  # no lower bound
+    # with /look, the speck's spot starts the shipped filter's low look, through the action call the rollouts make
+    action = np.array([0.1, -0.2, -0.5, -1.0])
+    looking = size_checked("0.5/1.6/0/look")(ENV.scene, ENV.camera, SHIPPED)
+    looking.filter(mask, proprio)
+    assert looking.spots_given_up() == 1
+    look = looking.action(proprio, action)
+    assert look is not None and look[2] > 0  # up towards the look's 8 cm, not the controller's descent
+    quiet = cls(ENV.scene, ENV.camera, SHIPPED)
+    quiet.filter(mask, proprio)
+    assert quiet.spots_given_up() == 0 and quiet.action(proprio, action) is None
 
 
 def test_rows_parse_and_the_pool_builds_filters_from_the_class_only_inside_the_block_and_lists_them():

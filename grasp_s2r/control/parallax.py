@@ -172,11 +172,14 @@ class ParallaxFilter:
     def action(self, proprio: np.ndarray, controller_action: np.ndarray | None = None) -> np.ndarray | None:
         """The action to execute instead of the controller's this step (after :meth:`filter` of the same step): the
         low look's, or ``controller_action`` with the rolling lead added; None where the controller's stands."""
-        look = None if self.look is None else self.look.action(proprio, 0 if self.hovered is None
-                                                                else len(self.hovered.spots))
+        look = None if self.look is None else self.look.action(proprio, self.spots_given_up())
         if look is not None or self.lead is None or controller_action is None:
             return look
         return self.lead.adjust(controller_action)
+
+    def spots_given_up(self) -> int:
+        """Table spots given up so far this episode (hovered or re-closed): each new one starts a low look."""
+        return 0 if self.hovered is None else len(self.hovered.spots)
 
     @property
     def far_spots(self) -> np.ndarray:
