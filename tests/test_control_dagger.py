@@ -253,3 +253,6 @@ def test_round_zero_trains_on_from_an_init_controller_and_another_architecture_i
     with pytest.raises(ValueError, match="architecture .*memory.*--memory"):
         run_dagger(_tiny(tmp_path / "run2", rounds=1, init_policy=str(shipped)), progress=False)
     assert not (tmp_path / "run2").exists()
+    with pytest.raises(ValueError, match="^--init: no controller checkpoint at"):
+        run_dagger(_tiny(tmp_path / "run3", rounds=1, init_policy=str(tmp_path / "none.pt")), progress=False)
+    assert not (tmp_path / "run3").exists()

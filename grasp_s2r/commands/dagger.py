@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from grasp_s2r.common_options import backend_options, check_backend, env_options
-from grasp_s2r.control.dagger import DaggerConfig, check_demos, load_init_policy, run_dagger
+from grasp_s2r.control.dagger import DaggerConfig, check_demos, run_dagger
 from grasp_s2r.data.episodes import DatasetError
 from grasp_s2r.options import (
     Option,
@@ -122,9 +122,8 @@ def _channels(text: str) -> tuple[int, ...]:
 
 
 def check_inputs(cfg: DaggerConfig) -> None:
-    """The segmenter (--masks predicted), --init and --demos, checked before the run folder is made or written
-    (run_dagger would refuse the segmenter and the demonstrations only after writing its run.json). Raises
-    UsageError."""
+    """The segmenter (--masks predicted) and --demos, checked before the run folder is made or written (run_dagger
+    would refuse them only after writing its run.json; --init it refuses before). Raises UsageError."""
     if cfg.masks == "predicted":
         try:
             source = make_mask_source(cfg.masks, cfg.vision_checkpoint, "cpu")
@@ -134,11 +133,6 @@ def check_inputs(cfg: DaggerConfig) -> None:
             raise UsageError("--gripper-input with predicted masks needs a segmenter that predicts the fingers' mask: "
                              "the packaged gripper head was not trained on this --vision (train one with "
                              "'grasp-s2r train-gripper --vision CKPT'), or use --masks gt")
-    if cfg.init_policy:
-        try:
-            load_init_policy(cfg, "cpu")
-        except (FileNotFoundError, ValueError) as e:
-            raise UsageError(str(e) if str(e).startswith("--init") else f"--init: {e}") from None
     if cfg.demos:
         try:
             check_demos(cfg)
@@ -165,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
     except (VisionUnavailable, DatasetError, BackendUnavailable, TensorBoardUnavailable) as e:
         raise UsageError(str(e)) from None
     except ValueError as e:
-        if "another config" in str(e) or "format" in str(e) or "controller checkpoint" in str(e) or "diverged" in str(e):
+        if ("another config" in str(e) or "format" in str(e) or "controller checkpoint" in str(e) or "diverged" in str(e)
+                or str(e).startswith("--init")):
             raise UsageError(str(e)) from None
         raise
     chosen = next(r for r in result.rows if r["round"] == result.selected_round)

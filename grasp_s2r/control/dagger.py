@@ -95,9 +95,12 @@ def check_demos(cfg: DaggerConfig) -> EpisodeDataset:
 
 
 def load_init_policy(cfg: DaggerConfig, device: torch.device | str | None = None) -> Policy:
-    """The controller of ``cfg.init_policy``, which round 0 trains on from; ValueError when its architecture is not
-    the run's ``policy`` (its features would not match)."""
-    policy, _ = Policy.load(Path(cfg.init_policy), device)
+    """The controller of ``cfg.init_policy``, which round 0 trains on from; ValueError (starting "--init") when it is
+    missing or unreadable, or its architecture is not the run's ``policy`` (its features would not match)."""
+    try:
+        policy, _ = Policy.load(Path(cfg.init_policy), device)
+    except (FileNotFoundError, ValueError) as e:
+        raise ValueError(f"--init: {e}") from None
     if policy.cfg != cfg.policy:
         raise ValueError(f"--init {cfg.init_policy}: a controller of architecture {to_dict(policy.cfg)}, not this "
                          f"run's {to_dict(cfg.policy)} (give the options it was trained with, e.g. --memory)")
