@@ -27,6 +27,8 @@ GRIPPER_CLOSED_INDEX = PROPRIO_NAMES.index("gripper_closed")
 (``control.parallax``, ``control.hovered``, ``control.held``, ``control.near``)."""
 PALM_ABOVE_TCP_M = 0.055
 """The palm link's origin above the TCP (the gripper points straight down): measured in the simulator."""
+
+
 def fingers_open(proprio: np.ndarray, scene: SceneConfig) -> bool:
     """Whether the gripper is commanded open and its fingers are fully apart (proprio in ``PROPRIO_NAMES`` order):
     what the parallax votes and the rolling lead wait for (a held or closing sphere moves with the camera)."""

@@ -248,7 +248,8 @@ def ranking_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     fixed "no sphere" logit of 0 (the threshold's); the loss is minus the log of the probability on the sphere's
     pixels (on the "no sphere" logit for an image without one), averaged over the images. Logits and target float
     (N, 1, H, W). Unlike the BCE, whose per-pixel mean lets a few missed sphere pixels among thousands cost little,
-    it charges a sphere the image's busiest spot out-ranks as much as a large one, and that spot with it."""
+    it charges a sphere the image's busiest spot out-ranks about the gap between their logits, less the log of the
+    sphere's pixel count (a small sphere nearly as much as a large one), and charges that spot with it."""
     z = logits.flatten(1)
     sphere = target.flatten(1) > 0
     null = z.new_zeros(len(z), 1)
