@@ -1,7 +1,8 @@
 """Can the shipped segmenter find more spheres on tables it never saw, changed at test time only (no training)?
 
     python benchmarks/test_time_remedies.py --photos DIR [--stats-photos DIR2] [--views 400] [--bn-views 512]
-        [--episodes 300] [--out runs/test_time_remedies] [--workers 2] [--save]
+        [--episodes 300] [--e2e REMEDY,...] [--out runs/test_time_remedies] [--workers 2]
+        [--save]
 
 Per frame, on the photo-table views of ``unseen_tables.py`` (``DIR``'s photos as the sim table; the same seeds, so
 the first row is its shipped row): the shipped segmenter's spheres found and false detections, ``far`` (an
@@ -11,6 +12,9 @@ episode's start and search heights, the sphere 2-4 px wide) and at ``all`` the t
   the sphere suppresses it, ``sphere_context.py``: do filters that keep strong colour edges lift it?);
 - the colour channels in each of their six orders, the orders' probabilities merged by their maximum or their mean
   (does it miss spheres in colours its 15 photos taught it to ignore?);
+- the input upsampled (bilinear, 1.5 and 2 times the side) and the logits area-averaged back: the sphere drawn
+  wider, each pixel's field over less of the scene (what tiling does by cutting the image, ``vision.md``
+  *Tiled prediction*);
 - the camera anti-aliased: the same views rendered at 4 times the side and area-averaged to 64 px, as a sensor
   integrates light over each pixel (TinyRenderer samples one point a pixel, so a busy table minified at the search
   height aliases into pixel-sized speckle: is that what hides the sphere?);
@@ -19,8 +23,9 @@ episode's start and search heights, the sphere 2-4 px wide) and at ``all`` the t
   weights unchanged), the one remedy that needs photos of the scene: with ``--photos TEST --stats-photos TUNE`` (the
   parts ``own_scene.py`` cuts) it is adaptation to your own scene in seconds.
 
-End to end: the AdaBN checkpoint (written to ``OUT/adabn.pt``) with the shipped controller, beside the shipped
-system, on ``--episodes`` validation episodes with ``DIR``'s photos as the table (``table-photo-unseen``). Writes
+End to end: the AdaBN checkpoint (written to ``OUT/adabn.pt``) and the remedies named by ``--e2e`` (the controller's
+mask source asks the shipped segmenter through them), each with the shipped controller, beside the shipped system, on
+``--episodes`` validation episodes with ``DIR``'s photos as the table (``table-photo-unseen``). Writes
 ``runs/benchmarks/test_time_remedies.json`` (``--save``: ``benchmarks/results/``).
 """
 
@@ -35,11 +40,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import torch
+import torch.nn.functional as F
 from results_io import add_json_argument, write_results
 from unseen_tables import METRICS, VIEW_SEED_BASE, VIEWS, photo_table_views
 from validation import UNSEEN_TABLE, validate
 
-from grasp_s2r.agent import default_controller_path
+from grasp_s2r.agent import SegmenterMasks, default_controller_path
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.runtime.masks import make_mask_source
@@ -73,6 +79,31 @@ def colour_orders(merge: Callable[..., np.ndarray]) -> Callable[[Segmenter, np.n
     return predict
 
 
+def upsampled(scale: float) -> Callable[[Segmenter, np.ndarray], np.ndarray]:
+    """A remedy that runs the network on the frames upsampled ``scale`` times (bilinear, the side a multiple of 16,
+    the U-Net's stride) and area-averages its logits back to the frames' size."""
+    @torch.inference_mode()
+    def predict(seg: Segmenter, rgb: np.ndarray) -> np.ndarray:
+        h, w = rgb.shape[1:3]
+        x = to_input_tensor(rgb)
+        side = int(round(h * scale / 16) * 16), int(round(w * scale / 16) * 16)
+        logits = seg.model(F.interpolate(x, size=side, mode="bilinear", align_corners=False))
+        return (torch.sigmoid(F.interpolate(logits, size=(h, w), mode="area")[:, 0]) > seg.threshold).numpy()
+    return predict
+
+
+class RemedyMasks(SegmenterMasks):
+    """A mask source (``rollout.MaskSource``) that asks the segmenter through a remedy."""
+
+    def __init__(self, segmenter: Segmenter, remedy: Callable[[Segmenter, np.ndarray], np.ndarray]):
+        super().__init__(segmenter)
+        self.remedy = remedy
+
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None,
+                 previous: np.ndarray | None = None) -> np.ndarray:
+        return np.asarray(self.remedy(self.segmenter, np.asarray(rgb, dtype=np.uint8)), dtype=bool)
+
+
 REMEDIES: dict[str, Callable[[Segmenter, np.ndarray], np.ndarray]] = {
     "as seen": lambda seg, rgb: seg.predict(rgb),
     "Gaussian blur, sigma 0.7 px": filtered(lambda f: cv2.GaussianBlur(f, (0, 0), 0.7)),
@@ -80,6 +111,8 @@ REMEDIES: dict[str, Callable[[Segmenter, np.ndarray], np.ndarray]] = {
     "bilateral, 3 px, colour sigma 40": filtered(lambda f: cv2.bilateralFilter(f, 3, 40, 1)),
     "six colour orders, maximum": colour_orders(np.max),
     "six colour orders, mean": colour_orders(np.mean),
+    "input upsampled 1.5x": upsampled(1.5),
+    "input upsampled 2x": upsampled(2.0),
 }
 """Test-time changes of the input, by name: (segmenter, rgb uint8 (n, H, W, 3)) -> mask bool (n, H, W)."""
 
@@ -128,6 +161,7 @@ def main() -> int:
     p.add_argument("--views", type=int, default=400, help="per-frame views a set (default 400, unseen_tables')")
     p.add_argument("--bn-views", type=int, default=512, help="views the statistics are re-estimated on (default 512)")
     p.add_argument("--episodes", type=int, default=300, help="validation episodes (default 300; 0: per frame only)")
+    p.add_argument("--e2e", default="", help="comma-separated remedies (REMEDIES' names) also run end to end")
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
     p.add_argument("--out", type=Path, default=Path("runs/test_time_remedies"), help="where adabn.pt is written")
     add_json_argument(p, "test_time_remedies")
@@ -138,6 +172,9 @@ def main() -> int:
             sys.exit(f"test_time_remedies: {flag} {folder} is not a folder")
     if min(args.views, args.bn_views) < 2 or args.episodes < 0:
         sys.exit("test_time_remedies: --views and --bn-views must be >= 2, --episodes >= 0")
+    e2e = [r.strip() for r in args.e2e.split(",") if r.strip()]
+    if unknown := [r for r in e2e if r not in REMEDIES]:
+        sys.exit(f"test_time_remedies: --e2e: unknown remedies {unknown}; of: {', '.join(REMEDIES)}")
     torch.set_num_threads(1)
     env_cfg = control_env_config()
     photos = load_photos(str(args.photos))
@@ -164,13 +201,15 @@ def main() -> int:
     if args.episodes:
         policy = Policy.load(Path(default_controller_path()), "cpu")[0]
         with RolloutPool(env_cfg, args.workers) as pool:
-            for label, path in (("as seen", shipped), (ADABN, adabn)):
-                rows[label].update(validate(pool, policy, make_mask_source("predicted", str(path), "cpu"),
-                                            [UNSEEN_TABLE], args.episodes, label=label[:24],
+            sources = {"as seen": make_mask_source("predicted", str(shipped), "cpu"),
+                       ADABN: make_mask_source("predicted", str(adabn), "cpu"),
+                       **{r: RemedyMasks(segs["shipped"], REMEDIES[r]) for r in e2e if r != "as seen"}}
+            for label, masks in sources.items():
+                rows[label].update(validate(pool, policy, masks, [UNSEEN_TABLE], args.episodes, label=label[:24],
                                             unseen_photos=str(args.photos)))
     write_results(args.json, "test_time_remedies",
                   {"photos": str(args.photos), "stats_photos": str(stats_photos), "n_photos": len(photos),
-                   "views": args.views, "bn_views": len(stats_rgb), "episodes": args.episodes, "rows": rows}, args)
+                   "views": args.views, "bn_views": len(stats_rgb), "episodes": args.episodes, "e2e": e2e, "rows": rows}, args)
     return 0
 
 
