@@ -133,6 +133,39 @@ def test_adabn_re_estimates_only_the_batch_norm_statistics_on_the_given_frames(t
     assert torch.allclose(after["state_dict"]["down.0.1.running_mean"], (means[0] + means[1]) / 2, atol=1e-4)
 
 
+def test_upsampled_remedy_runs_the_network_on_the_larger_frame_and_masks_the_frame_itself():
+    """test_time_remedies.upsampled: at scale 1 the shipped segmenter's own masks; at 1.5 the network sees 96 px frames
+    (a multiple of 16) and the mask comes back at 64 px; ``RemedyMasks`` is a mask source that asks through it."""
+    import test_time_remedies as ttr
+
+    from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
+
+    seg = Segmenter.load(default_checkpoint_path(), device="cpu")
+    rgb = np.random.default_rng(1).integers(0, 256, (3, 64, 64, 3), dtype=np.uint8)
+    rgb[:, 30:34, 30:34] = (230, 30, 30)  # a red dot, so some masks are not empty
+    assert np.array_equal(ttr.upsampled(1.0)(seg, rgb), seg.predict(rgb))
+    seen = []
+    hook = seg.model.register_forward_hook(lambda _m, inputs, _out: seen.append(tuple(inputs[0].shape[-2:])))
+    try:
+        mask = ttr.upsampled(1.5)(seg, rgb)
+        via_source = ttr.RemedyMasks(seg, ttr.upsampled(1.5))(rgb, None)
+    finally:
+        hook.remove()
+    assert seen == [(96, 96), (96, 96)] and mask.shape == (3, 64, 64) and mask.dtype == bool
+    assert np.array_equal(via_source, mask)
+
+
+def test_test_time_remedies_refuses_an_unknown_e2e_remedy(tmp_path):
+    """``--e2e`` names rows of REMEDIES; another name exits with the list, before any view is rendered."""
+    import subprocess
+
+    r = subprocess.run([sys.executable, str(BENCH / "test_time_remedies.py"), "--photos", str(tmp_path),
+                        "--e2e", "input upsampled 3x"], check=False, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode != 0 and "unknown remedies ['input upsampled 3x']" in r.stderr
+    assert "input upsampled 1.5x" in r.stderr
+
+
 def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_path):
     """``table_photo_failures.py --validation start-out-of-view``: the validation seeds of that condition, one row an
     episode, a strip for each failed one and none for the others; with ``--backgrounds`` refused (it goes with the
