@@ -103,6 +103,7 @@ CASES = [
     (f"{T} --randconv-prob 1.5", "randconv_prob must be in [0, 1], got 1.5"),
     (f"{T} --randconv-prob nan", "randconv_prob must be in [0, 1], got nan"),
     (f"{T} --greyscale-prob 2", "greyscale_prob must be in [0, 1], got 2.0"),
+    (f"{T} --hue 0.6", "hue must be in [0, 0.5] (a fraction of the colour circle), got 0.6"),
     (f"{T} --jpeg-prob nan", "jpeg_prob must be in [0, 1], got nan"),
     (f"{T} --noise-prob -1", "noise_prob must be in [0, 1], got -1.0"),
     (f"{T} --hard-share 0", "hard_share must be in (0, 1], got 0.0"),

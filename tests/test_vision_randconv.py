@@ -1,6 +1,7 @@
-"""The colour augmentations off by default (``train-vision --randconv-prob``, ``--greyscale-prob``): what a random
-convolution does to an image, that it leaves the mask alone, grey composites, and that the recipe without them
-draws exactly as before."""
+"""The colour augmentations off by default (``train-vision --randconv-prob``, ``--greyscale-prob``) and the hue
+turn (``--hue``): what a random convolution does to an image, that it leaves the mask alone, grey composites, that
+the recipe without them draws exactly as before, and a hue turn that moves the sphere's and the table's colours
+together."""
 
 import dataclasses
 
@@ -98,3 +99,39 @@ def test_gray_composites_keep_no_chroma_and_the_mask():
 def test_bad_values_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         AugmentConfig(**kwargs)
+
+
+def _hues(rgb: np.ndarray) -> tuple[int, int]:
+    """OpenCV hues (0-179) of the left and right halves' centres."""
+    import cv2
+
+    hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)
+    return int(hsv[16, 8, 0]), int(hsv[16, 24, 0])
+
+
+def test_hue_turns_the_sphere_and_the_table_together_as_far_as_asked():
+    """``train-vision --hue``: the colour jitter's hue turn, applied to the whole composite, moves both halves of an
+    image by the same angle; 0.5 reaches around the colour circle, the recipe's 0.05 within 18 degrees."""
+    img = np.zeros((32, 32, 3), np.uint8)
+    img[:, :16], img[:, 16:] = (200, 40, 40), (40, 160, 200)  # a red sphere's colour, a blue-cyan table's
+    left0, right0 = _hues(img)
+
+    def turns(hue: float) -> list[int]:
+        aug = Augmenter(AugmentConfig(color_jitter_prob=1.0, brightness=0.0, contrast=0.0, saturation=0.0, hue=hue,
+                                      noise_prob=0.0, blur_prob=0.0, jpeg_prob=0.0, affine_prob=0.0))
+        out = []
+        for seed in range(40):
+            left, right = _hues(aug(img, _mask(0, 0), seed=seed)[0])
+            d_left, d_right = (left - left0) % 180, (right - right0) % 180
+            assert min(abs(d_left - d_right), 180 - abs(d_left - d_right)) <= 2  # turned together
+            out.append(min(d_left, 180 - d_left))
+        return out
+
+    assert max(turns(0.05)) <= 10  # OpenCV hue units of 2 degrees: 0.05 of the circle is 9
+    assert max(turns(0.5)) >= 60
+
+
+@pytest.mark.parametrize("hue", [-0.1, 0.6, float("nan")])
+def test_a_hue_turn_past_half_the_circle_is_refused(hue):
+    with pytest.raises(ValueError, match="hue must be in"):
+        AugmentConfig(hue=hue)

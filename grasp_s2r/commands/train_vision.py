@@ -105,6 +105,8 @@ OPTIONS = (
     Option("--randconv-prob", "share of composites through a random convolution (colours and fine texture "
            "remapped together, the sphere's and the table's: vision/images/augment.py)", "data.augment.randconv_prob",
            type=float),
+    Option("--hue", "largest hue turn of the colour jitter, a fraction of the colour circle, the sphere and the "
+           "table turned together (0.5: any hue)", "data.augment.hue", type=float),
     Option("--greyscale-prob", "share of composites in grey (luminance only: the sphere found without its chroma)",
            "data.augment.greyscale_prob", type=float),
     Option("--embedded-photo-share", "with --backgrounds a corpus: share of photo backgrounds drawn from the "

@@ -24,7 +24,8 @@ class AugmentConfig:
     saturation: float = 0.4
     """Max relative saturation change."""
     hue: float = 0.05
-    """Max hue shift (fraction of the colour circle)."""
+    """Max hue shift (fraction of the colour circle, at most 0.5: any hue), the sphere and the table turned together
+    (``train-vision --hue``)."""
     noise_prob: float = 0.4
     """Additive Gaussian sensor noise."""
     noise_std: tuple[float, float] = (0.01, 0.06)
@@ -60,6 +61,8 @@ class AugmentConfig:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         if not self.randconv_kernels_px or any(k < 1 or k % 2 == 0 for k in self.randconv_kernels_px):
             raise ValueError(f"randconv_kernels_px must be odd sizes >= 1, got {self.randconv_kernels_px}")
+        if not 0.0 <= self.hue <= 0.5:
+            raise ValueError(f"hue must be in [0, 0.5] (a fraction of the colour circle), got {self.hue}")
 
 
 NO_AUGMENT = AugmentConfig(color_jitter_prob=0.0, noise_prob=0.0, blur_prob=0.0, jpeg_prob=0.0, affine_prob=0.0)
