@@ -1,8 +1,7 @@
 """Can the shipped segmenter find more spheres on tables it never saw, changed at test time only (no training)?
 
     python benchmarks/test_time_remedies.py --photos DIR [--stats-photos DIR2] [--views 400] [--bn-views 512]
-        [--episodes 300] [--e2e REMEDY,...] [--out runs/test_time_remedies] [--workers 2]
-        [--save]
+        [--episodes 300] [--e2e REMEDY,...] [--out runs/test_time_remedies] [--workers 2] [--save]
 
 Per frame, on the photo-table views of ``unseen_tables.py`` (``DIR``'s photos as the sim table; the same seeds, so
 the first row is its shipped row): the shipped segmenter's spheres found and false detections, ``far`` (an
