@@ -80,7 +80,9 @@ def colour_orders(merge: Callable[..., np.ndarray]) -> Callable[[Segmenter, np.n
 
 def upsampled(scale: float) -> Callable[[Segmenter, np.ndarray], np.ndarray]:
     """A remedy that runs the network on the frames upsampled ``scale`` times (bilinear, the side a multiple of 16,
-    the U-Net's stride) and area-averages its logits back to the frames' size."""
+    the U-Net's stride) and area-averages its logits back to the frames' size. The frames are taken at the network's
+    own input size (the scene's 64 px camera) and a checkpoint's tiling is not applied: for the whole-image
+    segmenters this benchmark asks."""
     @torch.inference_mode()
     def predict(seg: Segmenter, rgb: np.ndarray) -> np.ndarray:
         h, w = rgb.shape[1:3]
