@@ -29,6 +29,7 @@ from unseen_tables import VIEW_SEED_BASE, VIEWS, photo_table_views
 from grasp_s2r.files import file_sha256
 from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.sim.config import control_env_config
+from grasp_s2r.vision.evaluation.metrics import pixel_metrics
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 
 SEED_OFFSET = 50_000
@@ -55,15 +56,15 @@ def hue_bins(rgb: np.ndarray, masks: np.ndarray) -> np.ndarray:
 
 
 def figures(pred: np.ndarray, masks: np.ndarray, bins: np.ndarray) -> dict[str, float | None]:
-    """Found share per bin (None for an empty bin), over all spheres, and the false detections of sphere-free views."""
-    n = len(pred)
-    found = (pred & masks).reshape(n, -1).any(1)
-    fires = (pred & ~masks).reshape(n, -1).any(1)
-    out: dict[str, float | None] = {b: (float(found[bins == b].mean()) if (bins == b).any() else None)
-                                    for b in ("grey", *SECTORS)}
-    has = bins != ""
-    out["all"] = float(found[has].mean()) if has.any() else None
-    out["false_detection_rate"] = float(fires[~has].mean()) if (~has).any() else None
+    """Found share per bin (None for an empty bin), over all spheres, and the false detections of sphere-free views:
+    :func:`~grasp_s2r.vision.evaluation.metrics.pixel_metrics`' ``found_rate`` and ``false_detection_rate`` over each
+    bin's views."""
+    def share(views: np.ndarray, key: str) -> float | None:
+        return float(pixel_metrics(pred[views], masks[views])[key]) if views.any() else None
+
+    out = {b: share(bins == b, "found_rate") for b in ("grey", *SECTORS)}
+    out["all"] = share(bins != "", "found_rate")
+    out["false_detection_rate"] = share(bins == "", "false_detection_rate")
     return out
 
 
