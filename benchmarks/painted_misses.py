@@ -20,7 +20,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-from results_io import add_json_argument, write_results
+from results_io import add_json_argument, require_checkpoints, write_results
 
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, CompositeDataset, env_config_for
@@ -80,8 +80,7 @@ def main() -> int:
     add_json_argument(p, "painted_misses")
     args = p.parse_args()
     checkpoints = args.checkpoints or [Path(default_checkpoint_path())]
-    if missing := [str(c) for c in checkpoints if not c.is_file()]:
-        sys.exit(f"painted_misses: no such checkpoint: {', '.join(missing)}")
+    require_checkpoints("painted_misses", checkpoints)
     imgs, masks = suite_images("painted", (64, 64), n_images=args.n_images, seed=1, split="val")
     has = masks.reshape(len(masks), -1).any(1)
     hsv = np.stack([cv2.cvtColor(im, cv2.COLOR_RGB2HSV) for im in imgs])

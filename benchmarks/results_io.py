@@ -75,6 +75,12 @@ def add_json_argument(parser: argparse.ArgumentParser, name: str) -> None:
     add_save_argument(parser)
 
 
+def require_checkpoints(prog: str, paths) -> None:
+    """Exit with ``PROG: no such checkpoint: A, B`` where any of a benchmark's checkpoint arguments is not a file."""
+    if missing := [str(c) for c in paths if not Path(c).is_file()]:
+        sys.exit(f"{prog}: no such checkpoint: {', '.join(missing)}")
+
+
 def _destination(path: Path, explicit: Path | None, save: bool) -> Path:
     """``path``, or the same name under :data:`SCRATCH_DIR` when it is a default in ``benchmarks/results/`` that the
     user did not ask to record (no ``--save``, no ``--json`` naming it)."""

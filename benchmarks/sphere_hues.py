@@ -23,7 +23,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import torch
-from results_io import add_json_argument, write_results
+from results_io import add_json_argument, require_checkpoints, write_results
 from unseen_tables import VIEW_SEED_BASE, VIEWS, photo_table_views
 
 from grasp_s2r.files import file_sha256
@@ -77,8 +77,7 @@ def main() -> int:
     args = p.parse_args()
     if not args.photos.is_dir():
         sys.exit(f"sphere_hues: --photos {args.photos} is not a folder")
-    if missing := [str(c) for c in args.segmenters if not c.is_file()]:
-        sys.exit(f"sphere_hues: no such checkpoint: {', '.join(missing)}")
+    require_checkpoints("sphere_hues", args.segmenters)
     if args.views < 1:
         sys.exit(f"sphere_hues: --views must be >= 1, got {args.views}")
     torch.set_num_threads(1)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from results_io import add_json_argument, write_results
+from results_io import add_json_argument, require_checkpoints, write_results
 from tqdm import tqdm
 from validation import UNSEEN_TABLE, validate
 
@@ -96,9 +96,7 @@ def main() -> int:
         sys.exit(f"unseen_tables: --camera-px must be a multiple of 8, at least 16, got {args.camera_px}")
     if str(args.photos) != "train" and not args.photos.is_dir():
         sys.exit(f"unseen_tables: --photos {args.photos} is not a folder (nor 'train', the embedded training photos)")
-    missing = [str(c) for c in args.checkpoints if not c.is_file()]
-    if missing:
-        sys.exit(f"unseen_tables: no such checkpoint: {', '.join(missing)}")
+    require_checkpoints("unseen_tables", args.checkpoints)
     shipped_ctrl = Path(default_controller_path())
     controllers = [Path(c) for c in args.controllers.split(",") if c.strip()] or [shipped_ctrl] * len(args.checkpoints)
     if len(controllers) != len(args.checkpoints) or any(not c.is_file() for c in controllers):

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import torch
-from results_io import add_json_argument, write_results
+from results_io import add_json_argument, require_checkpoints, write_results
 
 from grasp_s2r.files import file_sha256
 from grasp_s2r.vision.evaluation.evaluate import VisionEvalConfig, evaluate_suites
@@ -46,8 +46,7 @@ def main() -> int:
         sys.exit(f"val_suites: unknown suites {unknown}; of: {', '.join(SUITES)}")
     if not args.photos.is_dir():
         sys.exit(f"val_suites: --photos {args.photos} is not a folder")
-    if missing := [str(c) for c in args.candidates if not c.is_file()]:
-        sys.exit(f"val_suites: no such checkpoint: {', '.join(missing)}")
+    require_checkpoints("val_suites", args.candidates)
     if args.n_images < 1:
         sys.exit(f"val_suites: --n-images must be >= 1, got {args.n_images}")
     torch.set_num_threads(1)
