@@ -58,6 +58,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "error_budget": unseen.error_budget_table,
     "search_recipe": unseen.search_recipe_table,
     "test_time_remedies": unseen.test_time_remedies_table,
+    "seen_tables": unseen.seen_tables_table,
     "parallax_filter": unseen.parallax_filter_table,
     "val_suites": prose.val_suites_table,
 }

@@ -308,6 +308,32 @@ def test_time_remedies_table(d: Path) -> str:
     return "\n\n".join(parts)
 
 
+def seen_tables_table(d: Path) -> str:
+    """``seen_tables`` (and its numbered runs): fine-tunes on the very photos that are then the tables, against the
+    shipped segmenter, end to end and per frame."""
+    loaded = [(name, res) for name in numbered_runs(d, "seen_tables") if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured("seen_tables")
+    parts = []
+    for name, res in loaded:
+        f = res["figures"]
+        rows = []
+        for arm, r in f["rows"].items():
+            val = r.get("validation", {})
+            fr = r.get("frames")
+            frames = (f"{fr['found_below_6px']:.2f} / {fr['found_6px_and_over']:.2f} / {fr['false_detection_rate']:.2f}"
+                      if fr else "-")
+            rows.append((f"`{arm}`", *(rate_ci(val[c]) if c in val else "-" for c in (UNSEEN, "backgrounds-unseen")),
+                         frames))
+        parts.append(md_table(("segmenter", f"`{UNSEEN}`", "`backgrounds-unseen`",
+                               "per frame: found < 6 px / >= 6 px / false det."), rows)
+                     + f"\n\n`{Path(f['photos']).name}` as the table (and behind the sphere), {f['episodes']} validation "
+                     f"episodes a condition (success in %, 95 % CI), the shipped controller and mask filter; every arm "
+                     f"fine-tuned {f['steps']} steps from the shipped weights on these photos themselves; per frame "
+                     f"{f['views']} photo-table views, one table texture a photo. " + provenance(name, res))
+    return "\n\n".join(parts)
+
+
 def parallax_filter_table(d: Path) -> str:
     """``parallax_filter`` (and its numbered runs): the shipped system with and without the parallax filter (other
     vote counts, other hovered spots), on the same validation episodes."""
