@@ -59,6 +59,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "search_recipe": unseen.search_recipe_table,
     "test_time_remedies": unseen.test_time_remedies_table,
     "seen_tables": unseen.seen_tables_table,
+    "border_spheres": unseen.border_spheres_table,
     "parallax_filter": unseen.parallax_filter_table,
     "val_suites": prose.val_suites_table,
 }

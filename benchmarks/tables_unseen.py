@@ -334,6 +334,41 @@ def seen_tables_table(d: Path) -> str:
     return "\n\n".join(parts)
 
 
+def border_spheres_table(d: Path) -> str:
+    """``border_spheres`` (and its numbered runs): spheres found at the image's border and inside it, per frame and
+    in the validation episodes' frames."""
+    loaded = [(name, res) for name in numbered_runs(d, "border_spheres") if (res := load(name, d)) is not None]
+    if not loaded:
+        return not_measured("border_spheres")
+    parts = []
+    for name, res in loaded:
+        f = res["figures"]
+        first = next(iter(f["rows"].values()))["frames"]
+        kinds = [k for k in first if k != "false detections"]
+        rows = []
+        for seg, r in f["rows"].items():
+            fr, ep = r["frames"], r.get("episodes")
+            episodes = (f"{rate_ci(ep[UNSEEN])}; failed: {ep['failed']['border_share']:.2f} at the border, found "
+                        f"{ep['failed']['border']['found']:.2f} / {ep['failed']['inside']['found']:.2f}; succeeded: "
+                        f"{ep['succeeded']['border_share']:.2f}, {ep['succeeded']['border']['found']:.2f} / "
+                        f"{ep['succeeded']['inside']['found']:.2f}" if ep else "-")
+            rows.append((f"`{seg}`", *(f"{fr[k]['found']:.2f}" for k in kinds),
+                         f"{fr['false detections']['found']:.3f}", episodes))
+        counts = ", ".join(f"{k} {first[k]['n']}" for k in kinds)
+        columns = ["segmenter", *(f"per frame: {k}" for k in kinds), "false det."]
+        if f["episodes"]:
+            columns.append(f"`{UNSEEN}` of {f['episodes']}; frames in view at the border, found there / inside")
+        else:
+            rows = [row[:-1] for row in rows]
+        parts.append(md_table(columns, rows)
+                     + f"\n\nPer frame: {f['views']} photo-table views of `{Path(f['photos']).name}` (spheres: {counts}; "
+                     f"at the border: the sphere's mask within {f['border_px']} px of the image's edge), the share "
+                     "found (the mask touches the sphere). Episodes: the shipped controller and mask filter over each "
+                     "segmenter's masks, validation seeds; the frames that show the sphere in the failed and the "
+                     "succeeded episodes. " + provenance(name, res))
+    return "\n\n".join(parts)
+
+
 def parallax_filter_table(d: Path) -> str:
     """``parallax_filter`` (and its numbered runs): the shipped system with and without the parallax filter (other
     vote counts, other hovered spots), on the same validation episodes."""

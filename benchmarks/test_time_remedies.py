@@ -93,6 +93,21 @@ def upsampled(scale: float) -> Callable[[Segmenter, np.ndarray], np.ndarray]:
     return predict
 
 
+def reflect_padded(pad_px: int) -> Callable[[Segmenter, np.ndarray], np.ndarray]:
+    """A remedy that mirrors ``pad_px`` pixels of the frame out past each border (the side then a multiple of 16,
+    the U-Net's stride), runs the network on it and keeps the logits of the frame's own pixels: a sphere the border
+    cuts is drawn whole (its mirror image beside it) and the network's zero padding falls on the mirrored band, not
+    on the frame's edge. Whole-image segmenters at their input size, no tiling (as :func:`upsampled`)."""
+    if pad_px < 1 or (64 + 2 * pad_px) % 16:
+        raise ValueError(f"pad_px must be >= 1 and keep a 64 px frame's padded side a multiple of 16, got {pad_px}")
+
+    @torch.inference_mode()
+    def predict(seg: Segmenter, rgb: np.ndarray) -> np.ndarray:
+        logits = seg.model(F.pad(to_input_tensor(rgb), (pad_px,) * 4, mode="reflect"))
+        return (torch.sigmoid(logits[:, 0, pad_px:-pad_px, pad_px:-pad_px]) > seg.threshold).numpy()
+    return predict
+
+
 class RemedyMasks(SegmenterMasks):
     """A mask source (``rollout.MaskSource``) that asks the segmenter through a remedy."""
 
@@ -114,6 +129,8 @@ REMEDIES: dict[str, Callable[[Segmenter, np.ndarray], np.ndarray]] = {
     "six colour orders, mean": colour_orders(np.mean),
     "input upsampled 1.5x": upsampled(1.5),
     "input upsampled 2x": upsampled(2.0),
+    "borders mirrored, 8 px": reflect_padded(8),
+    "borders mirrored, 16 px": reflect_padded(16),
 }
 """Test-time changes of the input, by name: (segmenter, rgb uint8 (n, H, W, 3)) -> mask bool (n, H, W)."""
 

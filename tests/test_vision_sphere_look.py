@@ -172,3 +172,36 @@ def test_relocated_spheres_in_composites_keep_image_and_label_together(photos):
                 # the sphere's pixels moved with the label: the sphere was pasted where the label now is
                 assert np.abs(rm[mm].astype(int).mean(0) - rp[mp].astype(int).mean(0)).max() < 40
         assert shifted >= 2
+
+
+def test_a_sphere_moved_onto_the_border_is_cut_by_it_keeps_its_pixels_and_clears_the_fingers(frame):
+    from grasp_s2r.vision.images.composite import border_sphere
+
+    m = frame.sphere_mask
+    touches_finger = (cv2.dilate(m.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool) & frame.gripper_mask).any()
+    sides, cut = set(), 0
+    for seed in range(40):
+        out = border_sphere(frame, np.random.default_rng(seed))
+        assert np.array_equal(out.gripper_mask, frame.gripper_mask) and not (out.sphere_mask & frame.gripper_mask).any()
+        if out is frame:
+            continue
+        ny, nx = np.nonzero(out.sphere_mask)
+        assert 0 < len(ny) <= m.sum()
+        on = {s for s, hit in (("top", ny.min() <= 1), ("bottom", ny.max() >= m.shape[0] - 2),
+                              ("left", nx.min() <= 1), ("right", nx.max() >= m.shape[1] - 2)) if hit}
+        assert on, "the moved sphere is cut by a border or within a pixel of it"
+        sides |= on
+        cut += len(ny) < m.sum()
+        # the pixels kept are the sphere's own (its colours), elsewhere
+        assert np.abs(out.rgb[out.sphere_mask].astype(int).mean(0) - frame.rgb[m].astype(int).mean(0)).max() < 60
+        assert not np.array_equal(out.sphere_mask, m)
+    if touches_finger:
+        assert sides == set()  # a sphere touching a finger stays
+    else:
+        assert len(sides) >= 3 and cut >= 10  # onto most sides (the bottom one is mostly fingers), often cut
+
+
+def test_border_spheres_are_drawn_only_when_asked():
+    assert CompositeConfig().border_prob == 0.0
+    with pytest.raises(ValueError, match="border_prob"):
+        CompositeConfig(border_prob=1.5)

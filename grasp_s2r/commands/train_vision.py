@@ -74,6 +74,8 @@ OPTIONS = (
            "black to white", "data.reshade.grey_albedo_prob", also=("data.view.grey_color_prob",), type=float),
     Option("--relocate-prob", "share of pasted spheres moved to a random place in the image (the sim views put "
            "them near the fingers' axis)", "data.composite.relocate_prob", type=float),
+    Option("--border-prob", "share of pasted spheres moved onto the image's border, which cuts them (where the "
+           "segmenter misses them most)", "data.composite.border_prob", type=float),
     Option("--mirror-prob", "share of pasted spheres that are mirror-like, showing the photo around them curved",
            "data.composite.mirror_prob", type=float),
     Option("--shadow-sigma", "range of the blur of the pasted sphere's shadow in px (small: a hard shadow)",

@@ -49,6 +49,11 @@ class CompositeConfig:
     pasted (:func:`relocate_sphere`): the sim views put it mostly near the fingers' axis, where the gripper tracks
     it, while a camera searching for it sees it anywhere. A training option (``train-vision --relocate-prob``);
     0 draws nothing."""
+    border_prob: float = 0.0
+    """Probability that the sphere is moved, as rendered, onto the image's border, which cuts it
+    (:func:`border_sphere`): in the validation episodes that fail on tables never seen, a fifth of the frames that
+    show the sphere show it at the border, where the segmenter rarely finds it. A training option (``train-vision
+    --border-prob``); 0 draws nothing."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.shadow_prob <= 1.0:
@@ -61,6 +66,8 @@ class CompositeConfig:
             raise ValueError(f"mirror_prob must be in [0, 1], got {self.mirror_prob}")
         if not 0.0 <= self.relocate_prob <= 1.0:
             raise ValueError(f"relocate_prob must be in [0, 1], got {self.relocate_prob}")
+        if not 0.0 <= self.border_prob <= 1.0:
+            raise ValueError(f"border_prob must be in [0, 1], got {self.border_prob}")
 
 
 def _blur(a: np.ndarray, sigma: float) -> np.ndarray:
@@ -155,6 +162,38 @@ def relocate_sphere(frame: Frame, rng: np.random.Generator, tries: int = 8) -> F
     return frame
 
 
+def border_sphere(frame: Frame, rng: np.random.Generator, tries: int = 8) -> Frame:
+    """``frame`` with its sphere's pixels (and mask) moved by a whole-pixel shift that puts the sphere's centre on
+    one of the image's four borders (uniformly along it, up to half the sphere's width inside or outside: the sphere
+    cut by the border, or touching it within a pixel), the pixels that leave the image dropped; the fingers stay. A sphere that touches the fingers, or finds no place
+    clear of them in ``tries`` draws, stays where it is (as :func:`relocate_sphere`)."""
+    mask = frame.sphere_mask
+    if not mask.any():
+        return frame
+    h, w = mask.shape
+    ys, xs = np.nonzero(mask)
+    near = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    if (near & frame.gripper_mask).any():
+        return frame
+    cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
+    half = max(1.0, (max(ys.max() - ys.min(), xs.max() - xs.min()) + 1) / 2.0)
+    for _ in range(tries):
+        side, along, across = int(rng.integers(4)), rng.uniform(0.0, 1.0), rng.uniform(-half, half)
+        ty, tx = {0: (across, along * (w - 1)), 1: (h - 1 - across, along * (w - 1)),
+                  2: (along * (h - 1), across), 3: (along * (h - 1), w - 1 - across)}[side]
+        dy, dx = round(ty - cy), round(tx - cx)
+        ny, nx = ys + dy, xs + dx
+        keep = (ny >= 0) & (ny < h) & (nx >= 0) & (nx < w)
+        moved = np.zeros_like(mask)
+        moved[ny[keep], nx[keep]] = True
+        if not moved.any() or (moved & frame.gripper_mask).any():
+            continue
+        rgb = frame.rgb.copy()
+        rgb[ny[keep], nx[keep]] = frame.rgb[ys[keep], xs[keep]]
+        return Frame(rgb=rgb, sphere_mask=moved, gripper_mask=frame.gripper_mask)
+    return frame
+
+
 def composite_frame(
     frame: Frame, background_rgb: np.ndarray, rng: np.random.Generator, config: CompositeConfig | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -167,6 +206,8 @@ def composite_frame(
     cfg = config or CompositeConfig()
     if cfg.relocate_prob > 0 and rng.random() < cfg.relocate_prob:  # no draw at 0: evaluation is unchanged
         frame = relocate_sphere(frame, rng)
+    if cfg.border_prob > 0 and rng.random() < cfg.border_prob:  # no draw at 0: evaluation is unchanged
+        frame = border_sphere(frame, rng)
     hw = frame.rgb.shape[:2]
     bg = _fit_background(np.asarray(background_rgb), hw).astype(np.float32)
     paste = frame.sphere_mask | frame.gripper_mask if cfg.paste_gripper else frame.sphere_mask
