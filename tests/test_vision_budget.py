@@ -78,3 +78,21 @@ def test_a_budget_is_refused_where_it_cannot_fit_the_steps():
 def test_adapt_fits_its_fine_tune_to_its_minutes():
     assert segmenter_train_config(AdaptConfig(photos="x")).time_budget_s == AdaptConfig.segmenter_minutes * 60
     assert segmenter_train_config(AdaptConfig(photos="x", segmenter_minutes=0)).time_budget_s == 0
+
+
+def test_a_run_stops_its_composite_worker_before_it_returns(tmp_path):
+    # GIVEN a run whose composites a worker process makes (its loop stops on the last batch, the iterator not ended)
+    import gc
+    import multiprocessing as mp
+
+    before = set(mp.active_children())
+    cfg = SegmenterTrainConfig(steps=3, batch_size=4, val_images=8, val_every=3, checkpoint_every=3, crop_px=0,
+                               workers=1)
+    gc.disable()  # what is left must not hang on a garbage collection that happens to run
+    try:
+        train(cfg, tmp_path / "run", progress=False)
+        left = set(mp.active_children()) - before
+    finally:
+        gc.enable()
+    # THEN no worker of it is left running (one left would be killed at exit, with a traceback)
+    assert not left

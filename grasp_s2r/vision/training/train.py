@@ -389,6 +389,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     finally:
         forward_backward.close()
         bar.close()  # now, not at exit: the interrupted command's last line stays its own message
+        del batches  # the loop stops on its last batch, before the iterator ends: its workers go now, not at exit
     train_set.close()
     final = out_dir / "model.pt"
     write_checkpoint(checkpoint(with_optimizer=False), final)
