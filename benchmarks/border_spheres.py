@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from results_io import add_json_argument, write_results
+from results_io import add_json_argument, require_checkpoints, write_results
 from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation_condition
 
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
@@ -89,15 +89,14 @@ def main() -> int:
     p.add_argument("--views", type=int, default=1200, help="photo-table views per frame (default 1200)")
     p.add_argument("--episodes", type=int, default=300, help="validation episodes (default 300; 0: none)")
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
-    p.add_argument("--remedies", default="", help="semicolon-separated test-time remedies of test_time_remedies.py (e.g. "
-                                                  "'borders mirrored, 8 px'), a frames-only row each, the shipped "
-                                                  "segmenter through them")
+    p.add_argument("--remedies", default="",
+                   help="semicolon-separated test-time remedies of test_time_remedies.py (e.g. 'borders mirrored, 8 "
+                        "px'), a frames-only row each, the shipped segmenter through them")
     add_json_argument(p, "border_spheres")
     args = p.parse_args()
     if not args.photos.is_dir():
         sys.exit(f"border_spheres: --photos {args.photos} is not a folder")
-    if gone := [s for s in args.segmenters if s != "shipped" and not Path(s).is_file()]:
-        sys.exit(f"border_spheres: no such checkpoint: {', '.join(gone)}")
+    require_checkpoints("border_spheres", [s for s in args.segmenters if s != "shipped"])
     if args.views < 1 or args.episodes < 0:
         sys.exit("border_spheres: --views must be >= 1 and --episodes >= 0")
     from test_time_remedies import REMEDIES

@@ -13,7 +13,8 @@ lr 1e-3, every photo trained on, the recipe read from the checkpoint) for ``--st
 ``table-photo-unseen`` and ``backgrounds-unseen`` with ``--photos`` as the table or behind the sphere, and the
 segmenter on ``--views`` photo-table views of them (``vision.evaluation.scene_check``, one table texture a photo):
 spheres found below and from 6 px wide, false detections. Arms already trained in ``--out`` are not trained again
-(an interrupted one resumes); ``--picture PNG`` draws views whose sphere every row misses. Writes ``runs/benchmarks/seen_tables.json`` (``--save``: ``benchmarks/results/``).
+(an interrupted one resumes); ``--picture PNG`` draws views whose sphere every row misses. Writes
+``runs/benchmarks/seen_tables.json`` (``--save``: ``benchmarks/results/``).
 """
 
 from __future__ import annotations
@@ -78,12 +79,13 @@ ARMS: dict[str, Callable] = {
 """Each arm's change to ``adapt``'s fine-tune (config, number of photos) -> config."""
 
 
-def train_arm(name: str, photos: Path, out: Path, steps: int, progress: bool) -> Path:
-    """The arm's segmenter, fine-tuned in ``out/name`` (or resumed there; kept where finished)."""
+def train_arm(name: str, photos: Path, n_photos: int, out: Path, steps: int, progress: bool) -> Path:
+    """The arm's segmenter, fine-tuned on ``photos`` (``n_photos`` of them) in ``out/name`` (or resumed there; kept
+    where finished)."""
     from grasp_s2r.vision.training.train import check_run, train
 
     base = segmenter_train_config(AdaptConfig(photos=str(photos), segmenter_steps=steps, segmenter_minutes=0.0))
-    cfg = ARMS[name](base, len(load_photos(str(photos))))
+    cfg = ARMS[name](base, n_photos)
     run = out / name
     if (run / "model.pt").is_file():
         check_run(cfg, run, backgrounds_dir=photos)
@@ -140,8 +142,10 @@ def main() -> int:
         sys.exit("seen_tables: --steps must be >= 1, --episodes and --views >= 0")
     if args.picture and not args.views:
         sys.exit("seen_tables: --picture needs --views >= 1")
+    photos = load_photos(str(args.photos))
     models = {"shipped": Path(default_checkpoint_path())}
-    models.update({a: train_arm(a, args.photos, args.out, args.steps, not args.no_progress) for a in arms})
+    models.update({a: train_arm(a, args.photos, len(photos), args.out, args.steps, not args.no_progress)
+                   for a in arms})
     torch.set_num_threads(1)
     policy, blob = Policy.load(CONTROLLER, "cpu")
     rows = {name: {"checkpoint": str(path), "sha256": file_sha256(path)} for name, path in models.items()}
@@ -153,8 +157,7 @@ def main() -> int:
                                                     args.episodes, label=name, unseen_photos=str(args.photos),
                                                     parallax=SHIPPED_PARALLAX)
     if args.views:
-        rgb, gt = photo_table_views(load_photos(str(args.photos)), args.views, progress=not args.no_progress,
-                                    every_photo=True)
+        rgb, gt = photo_table_views(photos, args.views, progress=not args.no_progress, every_photo=True)
         preds = predict_views({n: "" if n == "shipped" else str(m) for n, m in models.items()}, rgb)
         for name, pred in preds.items():
             rows[name]["frames"] = frame_figures(pred, gt)

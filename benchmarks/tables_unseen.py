@@ -327,8 +327,8 @@ def seen_tables_table(d: Path) -> str:
                          frames))
         parts.append(md_table(("segmenter", f"`{UNSEEN}`", "`backgrounds-unseen`",
                                "per frame: found < 6 px / >= 6 px / false det."), rows)
-                     + f"\n\n`{Path(f['photos']).name}` as the table (and behind the sphere), {f['episodes']} validation "
-                     f"episodes a condition (success in %, 95 % CI), the shipped controller and mask filter; every arm "
+                     + f"\n\n`{Path(f['photos']).name}` as the table (and behind the sphere), {f['episodes']} "
+                     f"validation episodes a condition (success in %, 95 % CI), the shipped controller and mask filter; every arm "
                      f"fine-tuned {f['steps']} steps from the shipped weights on these photos themselves; per frame "
                      f"{f['views']} photo-table views, one table texture a photo. " + provenance(name, res))
     return "\n\n".join(parts)
@@ -361,8 +361,8 @@ def border_spheres_table(d: Path) -> str:
         else:
             rows = [row[:-1] for row in rows]
         parts.append(md_table(columns, rows)
-                     + f"\n\nPer frame: {f['views']} photo-table views of `{Path(f['photos']).name}` (spheres: {counts}; "
-                     f"at the border: the sphere's mask within {f['border_px']} px of the image's edge), the share "
+                     + f"\n\nPer frame: {f['views']} photo-table views of `{Path(f['photos']).name}` (spheres: "
+                     f"{counts}; at the border: the sphere's mask within {f['border_px']} px of the image's edge), the share "
                      "found (the mask touches the sphere). Episodes: the shipped controller and mask filter over each "
                      "segmenter's masks, validation seeds; the frames that show the sphere in the failed and the "
                      "succeeded episodes. " + provenance(name, res))

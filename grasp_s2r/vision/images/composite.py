@@ -136,6 +136,12 @@ def mirror(sphere_rgb: np.ndarray, sphere_mask: np.ndarray, background_rgb: np.n
     return out
 
 
+def _touches_fingers(frame: Frame) -> bool:
+    """Whether the sphere lies within one pixel of the fingers (its pixels then hide part of them: it stays put)."""
+    near = cv2.dilate(frame.sphere_mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    return bool((near & frame.gripper_mask).any())
+
+
 def relocate_sphere(frame: Frame, rng: np.random.Generator, tries: int = 8) -> Frame:
     """``frame`` with its sphere's pixels (and mask) moved by a whole-pixel shift that puts the sphere's bounding box
     anywhere inside the image, uniformly; the fingers stay. A sphere that touches the fingers (one pixel apart), is
@@ -147,8 +153,7 @@ def relocate_sphere(frame: Frame, rng: np.random.Generator, tries: int = 8) -> F
     h, w = mask.shape
     ys, xs = np.nonzero(mask)
     y0, y1, x0, x1 = int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1
-    near = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
-    if (near & frame.gripper_mask).any() or y0 == 0 or x0 == 0 or y1 == h or x1 == w:
+    if _touches_fingers(frame) or y0 == 0 or x0 == 0 or y1 == h or x1 == w:
         return frame
     for _ in range(tries):
         ny, nx = int(rng.integers(0, h - (y1 - y0) + 1)), int(rng.integers(0, w - (x1 - x0) + 1))
@@ -165,16 +170,14 @@ def relocate_sphere(frame: Frame, rng: np.random.Generator, tries: int = 8) -> F
 def border_sphere(frame: Frame, rng: np.random.Generator, tries: int = 8) -> Frame:
     """``frame`` with its sphere's pixels (and mask) moved by a whole-pixel shift that puts the sphere's centre on
     one of the image's four borders (uniformly along it, up to half the sphere's width inside or outside: the sphere
-    cut by the border, or touching it within a pixel), the pixels that leave the image dropped; the fingers stay. A sphere that touches the fingers, or finds no place
-    clear of them in ``tries`` draws, stays where it is (as :func:`relocate_sphere`)."""
+    cut by the border, or touching it within a pixel), the pixels that leave the image dropped; the fingers stay. A
+    sphere that touches the fingers, or finds no place clear of them in ``tries`` draws, stays where it is (as
+    :func:`relocate_sphere`)."""
     mask = frame.sphere_mask
-    if not mask.any():
+    if not mask.any() or _touches_fingers(frame):
         return frame
     h, w = mask.shape
     ys, xs = np.nonzero(mask)
-    near = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
-    if (near & frame.gripper_mask).any():
-        return frame
     cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
     half = max(1.0, (max(ys.max() - ys.min(), xs.max() - xs.min()) + 1) / 2.0)
     for _ in range(tries):
