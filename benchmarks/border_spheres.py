@@ -106,7 +106,7 @@ def main() -> int:
         sys.exit(f"border_spheres: --remedies: unknown {unknown}; of: {', '.join(REMEDIES)}")
     torch.set_num_threads(1)
     segmenters = {s: "" if s == "shipped" else s for s in args.segmenters}
-    rgb, gt = photo_table_views(load_photos(str(args.photos)), args.views, progress=True, every_photo=True)
+    rgb, gt = photo_table_views(load_photos(str(args.photos)), args.views, progress=True)
     rows = {name: {"frames": frame_split(pred, gt)} for name, pred in predict_views(segmenters, rgb).items()}
     if remedies:
         from grasp_s2r.vision.networks.segmenter import Segmenter

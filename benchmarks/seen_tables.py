@@ -157,7 +157,7 @@ def main() -> int:
                                                     args.episodes, label=name, unseen_photos=str(args.photos),
                                                     parallax=SHIPPED_PARALLAX)
     if args.views:
-        rgb, gt = photo_table_views(photos, args.views, progress=not args.no_progress, every_photo=True)
+        rgb, gt = photo_table_views(photos, args.views, progress=not args.no_progress)
         preds = predict_views({n: "" if n == "shipped" else str(m) for n, m in models.items()}, rgb)
         for name, pred in preds.items():
             rows[name]["frames"] = frame_figures(pred, gt)

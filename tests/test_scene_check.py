@@ -102,3 +102,14 @@ def test_the_benchmark_runs_the_views_through_a_cameras_noise_and_jpeg_and_write
     assert run.returncode == 0, run.stderr[-2000:]
     figures = json.loads(out.read_text())["figures"]["views"]
     assert set(figures) == {"clean", "noise_and_jpeg"} and figures["clean"]["shipped"]["views"] == 10
+
+
+def test_the_views_make_a_table_of_every_photo_also_past_the_recipes_32():
+    # GIVEN 40 photos: the first 32 red, the last 8 blue (PyBullet renders them as the table's texture)
+    red, blue = np.zeros((48, 48, 3), np.uint8), np.zeros((48, 48, 3), np.uint8)
+    red[..., 0], blue[..., 2] = 200, 200
+    rgb, _ = sc.photo_table_views([red] * 32 + [blue] * 8, 60, seed=5)
+    # THEN one texture a photo: blue tables in about 8 of 40 views, where the training recipe's 32 textures (the
+    # first 32 photos) would show none
+    top = rgb[:, :16].reshape(60, -1, 3).astype(float).mean(axis=1)  # the table above the fingers
+    assert 3 <= int((top[:, 2] > top[:, 0]).sum()) <= 24

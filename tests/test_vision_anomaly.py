@@ -11,7 +11,8 @@ import torch
 from grasp_s2r.vision.networks.anomaly import ANOMALY_WINDOWS_PX, NOISE_VAR, SCALE, local_anomaly
 from grasp_s2r.vision.networks.model import UNet
 from grasp_s2r.vision.networks.widen import load_widened
-from grasp_s2r.vision.training.train import TrainError, _widens
+from grasp_s2r.vision.training.starting_weights import widens
+from grasp_s2r.vision.training.train import TrainError
 from grasp_s2r.vision.training.train_config import SegmenterTrainConfig
 
 
@@ -77,8 +78,8 @@ def test_a_unet_reading_anomaly_maps_starts_as_the_checkpoint_without_them():
         assert net.down[0][0].in_channels == 3 + k
     # AND train-vision accepts such a start, refuses one that would drop maps, and checks the number of maps
     init = {"architecture": "unet", "arch_kwargs": {"width": 8, "depth": 3}}
-    assert _widens(init, SegmenterTrainConfig(width=8, anomaly=1))
-    assert not _widens({**init, "arch_kwargs": {"width": 8, "depth": 3, "anomaly": 1}}, SegmenterTrainConfig(width=8))
+    assert widens(init, SegmenterTrainConfig(width=8, anomaly=1))
+    assert not widens({**init, "arch_kwargs": {"width": 8, "depth": 3, "anomaly": 1}}, SegmenterTrainConfig(width=8))
     assert SegmenterTrainConfig(anomaly=1).arch_kwargs == {"width": 12, "depth": 3, "anomaly": 1}
     assert SegmenterTrainConfig().arch_kwargs == {"width": 12, "depth": 3}  # old checkpoints' kwargs unchanged
     with pytest.raises(TrainError, match="anomaly must be in"):

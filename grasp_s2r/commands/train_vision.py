@@ -22,7 +22,8 @@ from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, re
 from grasp_s2r.vision.images.backgrounds import BackgroundError, load_backgrounds, photo_weights
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix
 from grasp_s2r.vision.images.synthetic import DISTRACTOR_KINDS, check_distractor_kinds
-from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, check_init_checkpoint, train
+from grasp_s2r.vision.training.starting_weights import check_init_checkpoint
+from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, train
 
 RESUME_HINT = ("the steps done are kept (OUT/checkpoint-latest.pt, written on interrupt once a step is done): run "
                "the same command with --resume to continue (without it if no step was done)")
@@ -47,6 +48,8 @@ OPTIONS = (
     Option("--anomaly", "U-Net reading K colour-anomaly maps beside the colours (each pixel's colour against the ring "
            "of colours around it: vision/networks/anomaly.py; 0: the colours only)", "anomaly", type=non_negative_int,
            metavar="K"),
+    Option("--padding", "what the U-Net's convolutions read past the image's edge: zeros, replicate or reflect "
+           "(no weights: --init may change it)", "padding"),
     Option("--image-size", "square input / camera size in px", "image_size_px", type=positive_int),
     Option("--seed", "seed of weights and composites", "seed", type=non_negative_int),
     Option("--val-every", "validate (and checkpoint) every N steps", "val_every", also=("checkpoint_every",),

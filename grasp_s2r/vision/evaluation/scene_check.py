@@ -20,11 +20,11 @@ SCENE_VIEW_SEED = 7_000_000
 
 
 def photo_table_views(photos: list[np.ndarray], n_views: int, seed: int = SCENE_VIEW_SEED,
-                      progress: bool = False, every_photo: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                      progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``n_views`` sim views of the controller's camera with one of ``photos`` (uint8 (H, W, 3)) as the table's
     texture: rgb uint8 (n, 64, 64, 3) and the sphere's masks bool (n, 64, 64) (all False in a fifth of them). The
-    tables are the training recipe's 32 textures (``ViewConfig.photo_textures``: from the first 32 photos where there
-    are more); ``every_photo``: one texture from each photo, as the ``table-photo`` condition makes them."""
+    tables are one texture from each photo, as the ``table-photo`` condition makes them (and as many as the training
+    recipe's 32, ``ViewConfig.photo_textures``, where there are fewer photos)."""
     from tqdm import tqdm
 
     from grasp_s2r.sim.config import control_env_config
@@ -35,7 +35,7 @@ def photo_table_views(photos: list[np.ndarray], n_views: int, seed: int = SCENE_
     if not photos:
         raise ValueError("no photos to make the table of")
     sampler = SimViewSampler(control_env_config(), ViewConfig(empty_prob=0.2), table_photos=photos, texture_seed=seed,
-                             n_photo_textures=len(photos) if every_photo else None)
+                             n_photo_textures=max(ViewConfig.photo_textures, len(photos)))
     try:
         frames = [sampler.render(seed + i, np.random.default_rng([seed, i]),
                                  photo_table=np.random.default_rng([seed, i, 1]))

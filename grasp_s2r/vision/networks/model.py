@@ -31,10 +31,17 @@ def to_input_tensor(rgb_uint8: np.ndarray) -> torch.Tensor:
     return (x - mean) / std
 
 
-def _conv_block(c_in: int, c_out: int) -> nn.Sequential:
+Padding = Literal["zeros", "replicate", "reflect"]
+PADDINGS: tuple[str, ...] = get_args(Padding)
+"""What a U-Net's 3x3 convolutions read beyond the image's edge (``nn.Conv2d``'s ``padding_mode``)."""
+
+
+def _conv_block(c_in: int, c_out: int, padding: str = "zeros") -> nn.Sequential:
     return nn.Sequential(
-        nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True),
-        nn.Conv2d(c_out, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True),
+        nn.Conv2d(c_in, c_out, 3, padding=1, bias=False, padding_mode=padding), nn.BatchNorm2d(c_out),
+        nn.ReLU(inplace=True),
+        nn.Conv2d(c_out, c_out, 3, padding=1, bias=False, padding_mode=padding), nn.BatchNorm2d(c_out),
+        nn.ReLU(inplace=True),
     )
 
 
@@ -65,11 +72,17 @@ class UNet(nn.Module):
     ``unshuffle`` s > 1: the image's s x s pixel blocks are stacked as channels first (``pixel_unshuffle``: 3 s^2
     channels at 1/s of the side, nothing lost) and the head predicts s^2 logits a block, put back in place
     (``pixel_shuffle``): the network sees every camera pixel at about the multiply-adds of one at 1/s the side.
+
+    ``padding`` (one of :data:`PADDINGS`): what every 3x3 convolution reads beyond the edge of its feature map; with
+    ``"zeros"`` an object cut by the image's border ends in a dark frame no image shows, with ``"replicate"`` or
+    ``"reflect"`` the image goes on past it. It holds no weights: a checkpoint of one padding loads into another.
     """
 
     def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0,
-                 previous: str | bool = ""):
+                 previous: str | bool = "", padding: str = "zeros"):
         super().__init__()
+        if padding not in PADDINGS:
+            raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}")
         if unshuffle < 1:
             raise ValueError(f"unshuffle must be >= 1, got {unshuffle}")
         if not 0 <= anomaly <= len(ANOMALY_WINDOWS_PX):
@@ -86,10 +99,12 @@ class UNet(nn.Module):
         """What the input's channels 3-5 hold (:func:`two_frame_input`); "": there are none."""
         s2 = self.unshuffle**2
         chans = [width * 2**i for i in range(depth + 1)]
-        self.down = nn.ModuleList([_conv_block((3 + self.anomaly + 3 * bool(self.previous)) * s2, chans[0])])
-        self.down.extend(_conv_block(chans[i], chans[i + 1]) for i in range(depth))
+        self.padding = padding
+        c_in = (3 + self.anomaly + 3 * bool(self.previous)) * s2
+        self.down = nn.ModuleList([_conv_block(c_in, chans[0], padding)])
+        self.down.extend(_conv_block(chans[i], chans[i + 1], padding) for i in range(depth))
         self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
-        self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i]) for i in reversed(range(depth)))
+        self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i], padding) for i in reversed(range(depth)))
         self.head = nn.Conv2d(chans[0], s2, 1)
         self.width = chans[0]
         """Channels of :meth:`features`."""

@@ -66,10 +66,10 @@ from grasp_s2r.vision.networks.segmenter import (
     read_checkpoint,
     write_checkpoint,
 )
-from grasp_s2r.vision.networks.widen import load_widened
 from grasp_s2r.vision.training.budget import StepBudget
 from grasp_s2r.vision.training.calibrate import calibrate_checkpoint
 from grasp_s2r.vision.training.sessions import RUNTIME_FILE, data_text, record_session
+from grasp_s2r.vision.training.starting_weights import load_initial_weights
 from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, TrainError, lr_factor
 
 VISION_RUN_FORMAT = "grasp_s2r.vision_run"
@@ -137,50 +137,6 @@ def _check_resume(saved: dict[str, Any], new: dict[str, Any]) -> None:
     check_same({**with_defaults(saved["train"], _identity_defaults()), "background_photos": saved["background_split"]},
                {**new["train"], "background_photos": new["background_split"]}, "--resume of a run made",
                RESUME_HINT, ignore=RUNTIME_FIELDS, error=TrainError)
-
-
-def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
-    """The checkpoint of ``cfg.init_checkpoint``, read and checked to be the same network (or a narrower U-Net of the
-    same depth) at the same input size (a U-Net: any); :class:`TrainError` (one line) otherwise. ``train-vision``
-    calls it before anything is made or written."""
-    try:
-        init = read_checkpoint(Path(cfg.init_checkpoint))
-    except CheckpointError as e:
-        raise TrainError(f"--init: {e}") from None
-    # a U-Net is fully convolutional: its weights fit any input size (a fine-tune at another camera resolution)
-    same_size = init["architecture"] == "unet" or tuple(init["input_hw"]) == (cfg.image_size_px, cfg.image_size_px)
-    same = init["architecture"] == cfg.architecture and dict(init["arch_kwargs"]) == cfg.arch_kwargs
-    if not same_size or not (same or _widens(init, cfg)):
-        raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
-                         f"{tuple(init['input_hw'])} px, this run is {cfg.architecture} {cfg.arch_kwargs} at "
-                         f"{cfg.image_size_px} px (a U-Net may start from a narrower one of its depth, or one "
-                         "reading fewer --anomaly maps, not a wider one; one with --unshuffle from a plain one of its "
-                         "width and depth)")
-    return init
-
-
-def _widens(init: dict[str, Any], cfg: SegmenterTrainConfig) -> bool:
-    """Whether ``init`` is a narrower U-Net of this run's depth (or one reading fewer colour-anomaly maps), or a plain
-    one of its width and depth for a run with ``unshuffle`` (``vision/networks/widen.py``)."""
-    kwargs = dict(init["arch_kwargs"])
-    if not (init["architecture"] == cfg.architecture == "unet" and kwargs.get("depth") == cfg.depth
-            and kwargs.get("unshuffle", 1) == 1):
-        return False
-    width, anomaly = kwargs.get("width", cfg.width), kwargs.get("anomaly", 0)
-    if cfg.unshuffle > 1:
-        return width == cfg.width and anomaly == cfg.anomaly
-    # wider, or reading more anomaly maps (their first-layer weights start at zero), or both
-    return width <= cfg.width and anomaly <= cfg.anomaly and (width, anomaly) != (cfg.width, cfg.anomaly)
-
-
-def _load_initial_weights(model: torch.nn.Module, cfg: SegmenterTrainConfig) -> None:
-    """Start from the weights of ``cfg.init_checkpoint``: the same network at the same input size, or a narrower
-    U-Net, widened without changing what it computes."""
-    init = check_init_checkpoint(cfg)
-    if _widens(init, cfg):
-        load_widened(model, init["state_dict"])
-    else:
-        model.load_state_dict(init["state_dict"])
 
 
 def train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, backgrounds_dir: Path | None = None,
@@ -257,7 +213,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     step, history, elapsed0 = 0, [], 0.0
     if cfg.init_checkpoint and not resume:
-        _load_initial_weights(model, cfg)
+        load_initial_weights(model, cfg)
     if resume:
         try:
             ckpt = read_checkpoint(latest)

@@ -15,7 +15,7 @@ from grasp_s2r.configs import from_dict, to_dict
 from grasp_s2r.vision.images.crops import CropConfig
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, DataConfig
 from grasp_s2r.vision.networks.anomaly import ANOMALY_WINDOWS_PX
-from grasp_s2r.vision.networks.model import ARCHITECTURES, Architecture
+from grasp_s2r.vision.networks.model import ARCHITECTURES, PADDINGS, Architecture, Padding
 from grasp_s2r.vision.networks.segmenter import CheckpointError, read_checkpoint
 
 DEFAULT_CROP_PX = 32
@@ -41,6 +41,8 @@ class SegmenterTrainConfig:
     anomaly: int = 0
     """U-Net reading this many colour-anomaly maps beside the colours (``UNet(anomaly=k)``,
     ``vision/networks/anomaly.py``); 0 = the colours only."""
+    padding: Padding = "zeros"
+    """What the U-Net's convolutions read past the image's edge (``UNet(padding=...)``, ``model.PADDINGS``)."""
     image_size_px: int = 64
     """Square input resolution = wrist camera resolution of the rendered views."""
     steps: int = 3000
@@ -127,6 +129,9 @@ class SegmenterTrainConfig:
             raise TrainError(f"unshuffle must be >= 1 (> 1: a U-Net only), got {self.unshuffle}")
         if not 0 <= self.anomaly <= len(ANOMALY_WINDOWS_PX) or (self.anomaly and self.architecture != "unet"):
             raise TrainError(f"anomaly must be in [0, {len(ANOMALY_WINDOWS_PX)}] (> 0: a U-Net only), got {self.anomaly}")
+        if self.padding not in PADDINGS or (self.padding != "zeros" and self.architecture != "unet"):
+            raise TrainError(f"padding must be one of {', '.join(PADDINGS)} (not zeros: a U-Net only), "
+                             f"got {self.padding!r}")
         if self.image_size_px % (8 * self.unshuffle):
             raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs an image size a multiple of "
                              f"{8 * self.unshuffle}, got {self.image_size_px}")
@@ -182,7 +187,8 @@ class SegmenterTrainConfig:
         if self.architecture != "unet":
             return {}
         return {"width": self.width, "depth": self.depth, **({"unshuffle": self.unshuffle} if self.unshuffle > 1 else {}),
-                **({"anomaly": self.anomaly} if self.anomaly else {})}
+                **({"anomaly": self.anomaly} if self.anomaly else {}),
+                **({"padding": self.padding} if self.padding != "zeros" else {})}
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
