@@ -108,6 +108,23 @@ def reflect_padded(pad_px: int) -> Callable[[Segmenter, np.ndarray], np.ndarray]
     return predict
 
 
+def conv_padding(mode: str) -> Callable[[Segmenter, np.ndarray], np.ndarray]:
+    """A remedy that runs the segmenter's own weights with every 3x3 convolution padded by ``mode`` (``"replicate"``,
+    ``"reflect"``: ``nn.Conv2d``'s ``padding_mode``) instead of the zeros they were trained with (``train-vision
+    --padding`` trains with it); the network is left as it was."""
+    def predict(seg: Segmenter, rgb: np.ndarray) -> np.ndarray:
+        convs = [m for m in seg.model.modules() if isinstance(m, torch.nn.Conv2d) and m.kernel_size == (3, 3)]
+        before = [m.padding_mode for m in convs]
+        try:
+            for m in convs:
+                m.padding_mode = mode
+            return seg.predict(rgb)
+        finally:
+            for m, b in zip(convs, before):
+                m.padding_mode = b
+    return predict
+
+
 class RemedyMasks(SegmenterMasks):
     """A mask source (``rollout.MaskSource``) that asks the segmenter through a remedy."""
 
@@ -131,6 +148,8 @@ REMEDIES: dict[str, Callable[[Segmenter, np.ndarray], np.ndarray]] = {
     "input upsampled 2x": upsampled(2.0),
     "borders mirrored, 8 px": reflect_padded(8),
     "borders mirrored, 16 px": reflect_padded(16),
+    "convolutions padded by replication": conv_padding("replicate"),
+    "convolutions padded by reflection": conv_padding("reflect"),
 }
 """Test-time changes of the input, by name: (segmenter, rgb uint8 (n, H, W, 3)) -> mask bool (n, H, W)."""
 

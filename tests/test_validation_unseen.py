@@ -155,6 +155,26 @@ def test_upsampled_remedy_runs_the_network_on_the_larger_frame_and_masks_the_fra
     assert np.array_equal(via_source, mask)
 
 
+def test_conv_padding_remedy_is_the_network_built_with_that_padding_and_leaves_the_segmenter_as_it_was():
+    """test_time_remedies.conv_padding: the shipped weights run with replicate padding give the masks of a U-Net
+    built with ``padding="replicate"`` from the same checkpoint, and the shipped segmenter pads with zeros after."""
+    import test_time_remedies as ttr
+
+    from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path, read_checkpoint
+
+    seg = Segmenter.load(default_checkpoint_path(), device="cpu")
+    rgb = np.random.default_rng(2).integers(0, 256, (4, 64, 64, 3), dtype=np.uint8)
+    rgb[:, 0:5, 20:25] = (230, 30, 30)  # red dots at the top border and inside
+    rgb[:, 40:44, 30:34] = (230, 30, 30)
+    before = seg.predict(rgb)
+    ckpt = read_checkpoint(default_checkpoint_path())
+    ckpt["arch_kwargs"] = {**ckpt["arch_kwargs"], "padding": "replicate"}
+    replicated = Segmenter.from_checkpoint(ckpt, "cpu").predict(rgb)
+    assert np.array_equal(ttr.conv_padding("replicate")(seg, rgb), replicated)
+    assert not np.array_equal(replicated, before)  # the padding changes what the network sees at the border
+    assert np.array_equal(seg.predict(rgb), before)
+
+
 def test_test_time_remedies_refuses_an_unknown_e2e_remedy(tmp_path):
     """``--e2e`` names rows of REMEDIES; another name exits with the list, before any view is rendered."""
     import subprocess

@@ -74,7 +74,8 @@ class UNet(nn.Module):
     (``pixel_shuffle``): the network sees every camera pixel at about the multiply-adds of one at 1/s the side.
 
     ``padding`` (one of :data:`PADDINGS`): what every 3x3 convolution reads beyond the edge of its feature map; with
-    ``"zeros"`` an object cut by the image's border ends in a dark frame no image shows, with ``"replicate"`` or
+    ``"zeros"`` an object cut by the image's border ends in a frame of the mean colour (zero after
+    :func:`to_input_tensor`'s normalization) that no image shows, with ``"replicate"`` or
     ``"reflect"`` the image goes on past it. It holds no weights: a checkpoint of one padding loads into another.
     """
 
