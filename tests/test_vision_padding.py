@@ -3,9 +3,12 @@ image's edge, and a fine-tune from a checkpoint of another padding."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 import torch
 
+from grasp_s2r.commands import train_vision
 from grasp_s2r.vision.networks.model import UNet
 from grasp_s2r.vision.networks.segmenter import Segmenter
 from grasp_s2r.vision.training.starting_weights import check_init_checkpoint
@@ -42,7 +45,7 @@ def test_a_uniform_image_shows_no_edge_through_replicate_or_reflect_padding_wher
         UNet(8, 3, padding="circular")
 
 
-def test_a_fine_tune_may_change_the_padding_and_its_checkpoint_keeps_it(tmp_path):
+def test_a_fine_tune_may_change_the_padding_and_its_checkpoint_keeps_it(tmp_path, capsys):
     # GIVEN a checkpoint trained with zero padding
     base = {"steps": 2, "batch_size": 2, "val_images": 4, "val_every": 2, "checkpoint_every": 2, "crop_px": 0,
             "workers": 0, "width": 8}
@@ -50,6 +53,9 @@ def test_a_fine_tune_may_change_the_padding_and_its_checkpoint_keeps_it(tmp_path
     # WHEN a run with replicate padding starts from it (the same network but for the padding)
     cfg = SegmenterTrainConfig(**base, padding="replicate", init_checkpoint=str(zeros))
     assert check_init_checkpoint(cfg)["arch_kwargs"] == {"width": 8, "depth": 3}
+    capsys.readouterr()
+    train_vision._check_inputs(cfg, argparse.Namespace(out=tmp_path / "replicate", resume=False, backgrounds=None))
+    assert "pads its convolutions with zeros, this run with replicate" in capsys.readouterr().out  # said, not silent
     tuned = Segmenter.load(train(cfg, tmp_path / "replicate", progress=False), "cpu")
     # THEN its checkpoint says so and loads with it; a checkpoint of the default padding is as before
     assert tuned.config["arch_kwargs"] == {"width": 8, "depth": 3, "padding": "replicate"}

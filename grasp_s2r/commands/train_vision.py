@@ -211,7 +211,11 @@ def _check_inputs(cfg: SegmenterTrainConfig, args: argparse.Namespace) -> None:
     if args.resume and not latest.is_file():
         raise TrainError(f"--resume: {latest} does not exist")
     if cfg.init_checkpoint and not args.resume:
-        check_init_checkpoint(cfg)
+        init_padding = check_init_checkpoint(cfg)["arch_kwargs"].get("padding", "zeros")
+        if init_padding != cfg.padding:
+            print(f"train-vision: --init {cfg.init_checkpoint} pads its convolutions with {init_padding}, this run "
+                  f"with {cfg.padding} (--padding): the weights carry over, what they read past the edge changes",
+                  flush=True)
     if args.backgrounds is not None:
         load_backgrounds("train", args.backgrounds)  # the folder, its photo count and every training photo
     photo_weights("train", args.backgrounds, cfg.embedded_photo_share)  # a share needs a corpus beside the photos
