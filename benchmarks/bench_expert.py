@@ -5,7 +5,7 @@
 
 Without ``--condition`` the episodes are collected as ``grasp-s2r collect`` does (a dataset in a temporary folder).
 ``--condition NAME`` runs them in this process under that evaluation condition's dynamics, applied through its
-:class:`~grasp_s2r.runtime.conditions.EpisodeHooks` (sphere mass and friction, action noise, latency, moving
+:class:`~grasp_s2r.runtime.episode_hooks.EpisodeHooks` (sphere mass and friction, action noise, latency, moving
 sphere; the expert reads the world state, so the condition's photo backgrounds are left out), and also reports
 whether the sphere stays held while the expert lifts it on to 12 cm. ``--physics pre-issue-16`` runs the physics
 every scene had before issue 16 (240 Hz, PGS solver, 50 IK iterations) to compare with.
@@ -36,7 +36,8 @@ def env_config(physics: str) -> EnvConfig:
 def run_condition(condition: str, cfg: EnvConfig, episodes: int, seed: int) -> dict[str, list]:
     """Expert episodes under a named condition, in this process: success, length, held after lifting on."""
     from grasp_s2r.expert.fsm import Expert
-    from grasp_s2r.runtime.conditions import EpisodeHooks, resolve_condition
+    from grasp_s2r.runtime.conditions import resolve_condition
+    from grasp_s2r.runtime.episode_hooks import EpisodeHooks
     from grasp_s2r.sim.env import GraspEnv
 
     cond = dataclasses.replace(resolve_condition(condition), backgrounds="")

@@ -10,7 +10,8 @@ import pytest
 
 from grasp_s2r.control.evaluate import ISSUE_CONDITIONS
 from grasp_s2r.expert.fsm import Expert, ExpertConfig
-from grasp_s2r.runtime.conditions import CONDITIONS, Condition, EpisodeHooks, outside_view_deg, resolve_condition
+from grasp_s2r.runtime.conditions import CONDITIONS, Condition, resolve_condition
+from grasp_s2r.runtime.episode_hooks import EpisodeHooks, outside_view_deg
 from grasp_s2r.sim.camera import camera_pose_world
 from grasp_s2r.sim.config import EnvConfig, RandomizationConfig
 from grasp_s2r.sim.env import GraspEnv

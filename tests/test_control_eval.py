@@ -14,7 +14,8 @@ import torch
 from grasp_s2r.cli import main
 from grasp_s2r.control.dagger import DaggerConfig
 from grasp_s2r.control.policy import Policy, PolicyConfig
-from grasp_s2r.runtime.conditions import CONDITIONS, Condition, EpisodeHooks, load_photos, resolve_condition
+from grasp_s2r.runtime.conditions import CONDITIONS, Condition, load_photos, resolve_condition
+from grasp_s2r.runtime.episode_hooks import EpisodeHooks
 
 
 def _hooks(env, cond: Condition, seed: int = 7) -> EpisodeHooks:

@@ -81,7 +81,8 @@ def test_expert_grasps_and_lifts_under_the_dynamics_shift_condition():
     succeed 99 % of the time. Its own env: the hooks change the sphere's mass and friction."""
     import dataclasses
 
-    from grasp_s2r.runtime.conditions import CONDITIONS, EpisodeHooks
+    from grasp_s2r.runtime.conditions import CONDITIONS
+    from grasp_s2r.runtime.episode_hooks import EpisodeHooks
 
     cond = dataclasses.replace(CONDITIONS["dynamics-shift"], backgrounds="")  # the expert does not look at images
     successes = 0

@@ -13,7 +13,8 @@ import numpy as np
 
 from grasp_s2r.expert.fsm import Expert, ExpertConfig, SearchConfig
 from grasp_s2r.interrupts import ignore_interrupts_in_child
-from grasp_s2r.runtime.conditions import Condition, EpisodeHooks
+from grasp_s2r.runtime.conditions import Condition
+from grasp_s2r.runtime.episode_hooks import EpisodeHooks
 from grasp_s2r.runtime.records import HOOK_STREAM
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import GraspEnv
