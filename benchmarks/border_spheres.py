@@ -2,9 +2,10 @@
 and in the validation episodes on tables never seen.
 
     python benchmarks/border_spheres.py SEGMENTER [SEGMENTER ...] --photos VAL-PHOTOS [--views 1200]
-        [--episodes 300] [--remedies 'borders mirrored, 8 px;...'] [--workers 2] [--save]
+        [--episodes 300] [--remedies 'borders mirrored, 8 px;...'] [--margins 8,16] [--workers 2] [--save]
 
-Each ``SEGMENTER`` is a checkpoint (``shipped``: the shipped weights). A sphere is *at the border* where its mask
+Each ``SEGMENTER`` is a checkpoint (``shipped``: the shipped weights); one trained on the view seen beyond its edge
+(``train-vision --margin-px``) reads the same views seen that far, its mask kept on the view (frames only). A sphere is *at the border* where its mask
 reaches the outer :data:`BORDER_PX` pixels of the image (cut by the border or about to be). Per frame: ``--views``
 photo-table views of ``--photos`` (``vision.evaluation.scene_check``, one table texture a photo; the training
 recipe's view sampling), spheres found (the mask touches them) at the border and inside, below and from 6 px wide,
@@ -12,7 +13,9 @@ and false detections. Episodes: the shipped controller and mask filter over each
 validation episodes of ``table-photo-unseen`` (``--photos`` as the table); for the failed and the succeeded ones, the
 frames that show the sphere, the share of them at the border, and the share found (the mask the controller saw
 touches the sphere) at the border and inside. ``--episodes 0``: frames only; ``--remedies``: rows of the shipped
-segmenter through test-time remedies (``test_time_remedies.REMEDIES``), frames only. Writes
+segmenter through test-time remedies (``test_time_remedies.REMEDIES``), frames only; ``--margins M,...``: rows of
+the shipped segmenter run on the same views seen M px beyond each edge (``CameraConfig.widened``: the real scene
+where the frame's edge cuts it, not padding), its mask on the frame's own pixels, frames only. Writes
 ``runs/benchmarks/border_spheres.json`` (``--save``: ``benchmarks/results/``).
 """
 
@@ -34,8 +37,8 @@ from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.vision.evaluation.metrics import SMALL_SPHERE_PX, mask_width_px
-from grasp_s2r.vision.evaluation.scene_check import photo_table_views, predict_views
-from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
+from grasp_s2r.vision.evaluation.scene_check import photo_table_views
+from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 
 BORDER_PX = 2
 """A sphere whose mask reaches this many pixels of the image's edge is at the border."""
@@ -47,6 +50,17 @@ def at_border(masks: np.ndarray, border_px: int = BORDER_PX) -> np.ndarray:
     edge = np.zeros(masks.shape[1:], bool)
     edge[:border_px], edge[-border_px:], edge[:, :border_px], edge[:, -border_px:] = True, True, True, True
     return (masks & edge).any(axis=(1, 2))
+
+
+def beyond_border(seg, rgb_wide: np.ndarray, margin_px: int) -> np.ndarray:
+    """The mask bool (N, H, W) of a segmenter run on frames seen ``margin_px`` beyond each edge (uint8 (N, H + 2m,
+    W + 2m, 3)), kept on the frame's own central pixels (whole images at their own size, no tiling)."""
+    from grasp_s2r.vision.networks.model import to_input_tensor
+
+    m = margin_px
+    with torch.inference_mode():
+        return np.concatenate([(torch.sigmoid(seg.model(to_input_tensor(rgb_wide[i:i + 64])))[:, 0, m:-m, m:-m]
+                                > seg.threshold).numpy() for i in range(0, len(rgb_wide), 64)])
 
 
 def share(hits: np.ndarray, sel: np.ndarray) -> dict[str, float | int]:
@@ -92,6 +106,9 @@ def main() -> int:
     p.add_argument("--remedies", default="",
                    help="semicolon-separated test-time remedies of test_time_remedies.py (e.g. 'borders mirrored, 8 "
                         "px'), a frames-only row each, the shipped segmenter through them")
+    p.add_argument("--margins", default="",
+                   help="comma-separated pixel margins: frames-only rows of the shipped segmenter on the same views "
+                        "seen that far beyond each edge, its mask on the frame's own pixels")
     add_json_argument(p, "border_spheres")
     args = p.parse_args()
     if not args.photos.is_dir():
@@ -104,17 +121,35 @@ def main() -> int:
     remedies = [r.strip() for r in args.remedies.split(";") if r.strip()]
     if unknown := [r for r in remedies if r not in REMEDIES]:
         sys.exit(f"border_spheres: --remedies: unknown {unknown}; of: {', '.join(REMEDIES)}")
+    try:
+        margins = [int(m) for m in args.margins.split(",") if m.strip()]
+    except ValueError:
+        sys.exit(f"border_spheres: --margins must be comma-separated whole pixels, got {args.margins!r}")
+    if any(m < 1 for m in margins):
+        sys.exit(f"border_spheres: --margins must be >= 1 px, got {args.margins!r}")
     torch.set_num_threads(1)
     segmenters = {s: "" if s == "shipped" else s for s in args.segmenters}
-    rgb, gt = photo_table_views(load_photos(str(args.photos)), args.views, progress=True)
-    rows = {name: {"frames": frame_split(pred, gt)} for name, pred in predict_views(segmenters, rgb).items()}
-    if remedies:
-        from grasp_s2r.vision.networks.segmenter import Segmenter
+    photos = load_photos(str(args.photos))
+    rgb, gt = photo_table_views(photos, args.views, progress=True)
+    beyond: dict[int, np.ndarray] = {}
 
-        shipped = Segmenter.load(default_checkpoint_path(), "cpu")
-        for r in remedies:
-            pred = np.concatenate([REMEDIES[r](shipped, rgb[i:i + 64]) for i in range(0, len(rgb), 64)])
-            rows[f"shipped, {r}"] = {"frames": frame_split(pred, gt)}
+    def views_beyond(m: int) -> np.ndarray:
+        """The same views seen ``m`` px beyond each edge (rendered once a margin)."""
+        if m not in beyond:
+            beyond[m] = photo_table_views(photos, args.views, progress=True, margin_px=m)[0]
+        return beyond[m]
+
+    loaded = {name: Segmenter.load(path or default_checkpoint_path(), "cpu") for name, path in segmenters.items()}
+    # a segmenter trained on the view and its margins (train-vision --margin-px) reads the views seen that far
+    rows = {name: {"frames": frame_split(beyond_border(seg, views_beyond(seg.margin_px), seg.margin_px)
+                                         if seg.margin_px else seg.predict(rgb), gt)} for name, seg in loaded.items()}
+    shipped = Segmenter.load(default_checkpoint_path(), "cpu")
+    for r in remedies:
+        pred = np.concatenate([REMEDIES[r](shipped, rgb[i:i + 64]) for i in range(0, len(rgb), 64)])
+        rows[f"shipped, {r}"] = {"frames": frame_split(pred, gt)}
+    for m in margins:
+        rows[f"shipped, the view {m} px beyond the border"] = {
+            "frames": frame_split(beyond_border(shipped, views_beyond(m), m), gt)}
     print(f"{args.views} photo-table views of {args.photos}, {int(at_border(gt).sum())} with the sphere at the border:")
     for name, row in rows.items():
         print(f"  {name}: " + ", ".join(f"{k} {v['found']:.2f} (n={v['n']})" for k, v in row["frames"].items()))
@@ -124,6 +159,10 @@ def main() -> int:
         requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(args.episodes)]
         with RolloutPool(trained_scene(blob), args.workers) as pool:
             for name, path in segmenters.items():
+                if loaded[name].margin_px:
+                    print(f"  {name}: no episodes: it reads frames seen {loaded[name].margin_px} px beyond the view, "
+                          "which the episodes do not render", flush=True)
+                    continue
                 masks = make_mask_source("predicted", path or str(default_checkpoint_path()), "cpu")
                 records = pool.run(requests, policy, masks, record=lambda i: True, progress=True,
                                    parallax=SHIPPED_PARALLAX)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from grasp_s2r.runtime.conditions import load_photos
+from grasp_s2r.sim.config import CameraConfig
 from grasp_s2r.vision.evaluation import scene_check as sc
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 
@@ -113,3 +114,40 @@ def test_the_views_make_a_table_of_every_photo_also_past_the_recipes_32():
     # first 32 photos) would show none
     top = rgb[:, :16].reshape(60, -1, 3).astype(float).mean(axis=1)  # the table above the fingers
     assert 3 <= int((top[:, 2] > top[:, 0]).sum()) <= 24
+
+
+def test_views_seen_beyond_their_border_hold_the_views_in_their_middle(views):
+    # GIVEN the same views seen 8 px beyond each edge (the camera widened: CameraConfig.widened)
+    rgb, gt = views
+    wide, wide_gt = sc.photo_table_views(load_photos("heldout"), 6, seed=11, margin_px=8)
+    # THEN they are 80 px, their middle 64 px are the views (PyBullet's pinhole, the same pixels), and where the
+    # frame's edge cuts the sphere the wide view shows more of it
+    assert wide.shape == (6, 80, 80, 3) and wide_gt.shape == (6, 80, 80)
+    assert np.abs(wide[:, 8:-8, 8:-8].astype(int) - rgb[:6]).mean() < 0.05
+    assert np.array_equal(wide_gt[:, 8:-8, 8:-8], gt[:6])
+    assert wide_gt.sum() >= gt[:6].sum()
+    camera = CameraConfig()
+    assert camera.widened(0) is camera and camera.widened(8).fov_deg > camera.fov_deg
+    with pytest.raises(ValueError, match="margin_px"):
+        camera.widened(-1)
+
+
+def test_border_spheres_rows_of_the_view_beyond_the_border(tmp_path):
+    def bench(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(BENCH / "border_spheres.py"), "shipped", *args], check=False,
+                              capture_output=True, text=True, timeout=300)
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for k, img in enumerate(load_backgrounds("heldout")[:2]):
+        cv2.imwrite(str(photos / f"p{k}.png"), img[:, :, ::-1])
+    bad = bench("--photos", str(photos), "--episodes", "0", "--margins", "8,x")
+    assert bad.returncode != 0 and "--margins" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    out = tmp_path / "border.json"
+    run = bench("--photos", str(photos), "--views", "12", "--episodes", "0", "--margins", "8", "--json", str(out))
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = json.loads(out.read_text())["figures"]["rows"]
+    assert list(rows) == ["shipped", "shipped, the view 8 px beyond the border"]
+    # the same views and spheres counted in both rows
+    assert ({k: v["n"] for k, v in rows["shipped"]["frames"].items()}
+            == {k: v["n"] for k, v in rows["shipped, the view 8 px beyond the border"]["frames"].items()})

@@ -51,6 +51,9 @@ OPTIONS = (
     Option("--padding", "what the U-Net's convolutions read past the image's edge: zeros, replicate or reflect "
            "(no weights: --init may change it)", "padding"),
     Option("--image-size", "square input / camera size in px", "image_size_px", type=positive_int),
+    Option("--margin-px", "the camera sees M px more beyond each edge of the --image-size view (its field of view "
+           "widened to match) and the network trains on the whole wider image, the view its middle; it then reads "
+           "only such frames (0: the view itself)", "margin_px", type=non_negative_int, metavar="M"),
     Option("--seed", "seed of weights and composites", "seed", type=non_negative_int),
     Option("--val-every", "validate (and checkpoint) every N steps", "val_every", also=("checkpoint_every",),
            type=positive_int),

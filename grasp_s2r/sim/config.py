@@ -7,6 +7,7 @@ and its origin on the floor under the robot base; the table top is at ``table_he
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,18 @@ class CameraConfig:
             raise ValueError(f"camera resolution must be at least 8x8 px, got {self.width_px}x{self.height_px}")
         if not 5.0 <= self.fov_deg <= 150.0:
             raise ValueError(f"camera fov_deg must be in [5, 150], got {self.fov_deg}")
+
+    def widened(self, margin_px: int) -> CameraConfig:
+        """The same camera seeing ``margin_px`` more pixels beyond each edge of its image: ``width_px + 2 margin``
+        by ``height_px + 2 margin`` pixels of the same size, the field of view widened to match (a pinhole), so that
+        its central ``width_px`` x ``height_px`` pixels are this camera's image."""
+        if margin_px < 0:
+            raise ValueError(f"margin_px must be >= 0, got {margin_px}")
+        if margin_px == 0:
+            return self
+        half = math.tan(math.radians(self.fov_deg) / 2) * (self.height_px + 2 * margin_px) / self.height_px
+        return dataclasses.replace(self, width_px=self.width_px + 2 * margin_px, height_px=self.height_px + 2 * margin_px,
+                                   fov_deg=math.degrees(2 * math.atan(half)))
 
 
 @dataclass(frozen=True)

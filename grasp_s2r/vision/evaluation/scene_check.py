@@ -10,6 +10,7 @@ the same views.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,11 +21,12 @@ SCENE_VIEW_SEED = 7_000_000
 
 
 def photo_table_views(photos: list[np.ndarray], n_views: int, seed: int = SCENE_VIEW_SEED,
-                      progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                      progress: bool = False, margin_px: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``n_views`` sim views of the controller's camera with one of ``photos`` (uint8 (H, W, 3)) as the table's
     texture: rgb uint8 (n, 64, 64, 3) and the sphere's masks bool (n, 64, 64) (all False in a fifth of them). The
     tables are one texture from each photo, as the ``table-photo`` condition makes them (and as many as the training
-    recipe's 32, ``ViewConfig.photo_textures``, where there are fewer photos)."""
+    recipe's 32, ``ViewConfig.photo_textures``, where there are fewer photos). ``margin_px``: the same views seen
+    that many pixels beyond each edge (``CameraConfig.widened``: their central 64 x 64 pixels are the views)."""
     from tqdm import tqdm
 
     from grasp_s2r.sim.config import control_env_config
@@ -34,7 +36,9 @@ def photo_table_views(photos: list[np.ndarray], n_views: int, seed: int = SCENE_
         raise ValueError(f"n_views must be >= 1, got {n_views}")
     if not photos:
         raise ValueError("no photos to make the table of")
-    sampler = SimViewSampler(control_env_config(), ViewConfig(empty_prob=0.2), table_photos=photos, texture_seed=seed,
+    env = control_env_config()
+    env = dataclasses.replace(env, camera=env.camera.widened(margin_px)) if margin_px else env
+    sampler = SimViewSampler(env, ViewConfig(empty_prob=0.2), table_photos=photos, texture_seed=seed,
                              n_photo_textures=max(ViewConfig.photo_textures, len(photos)))
     try:
         frames = [sampler.render(seed + i, np.random.default_rng([seed, i]),

@@ -233,10 +233,20 @@ class Segmenter:
         :meth:`predict` then takes ``previous``."""
         return bool(getattr(self.model, "previous", False))
 
+    @property
+    def margin_px(self) -> int:
+        """Pixels its training camera saw beyond each edge of the controller's view (``train-vision --margin-px``):
+        such a network reads only frames of its own ``input_hw``, the view in their middle. 0: the view itself."""
+        train = self.config.get("config", {}).get("train", {}) if isinstance(self.config.get("config"), dict) else {}
+        return int(train.get("margin_px", 0) or 0)
+
     def _input(self, rgb_uint8: np.ndarray, what: str = "") -> np.ndarray:
         rgb = np.asarray(rgb_uint8)
         if rgb.dtype != np.uint8 or rgb.ndim != 4 or rgb.shape[-1] != 3:
             raise ValueError(f"{what}expected uint8 (N, H, W, 3), got {rgb.dtype} {rgb.shape}")
+        if self.margin_px and rgb.shape[1:3] != self.input_hw:
+            raise ValueError(f"{what}this segmenter reads frames seen {self.margin_px} px beyond the view "
+                             f"(train-vision --margin-px), {self.input_hw} px; got {rgb.shape[1:3]}")
         if rgb.shape[1:3] != self.input_hw:
             h, w = self.input_hw
             interp = cv2.INTER_AREA if rgb.shape[1] > h else cv2.INTER_LINEAR

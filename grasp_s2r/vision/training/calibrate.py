@@ -139,7 +139,8 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.
     if h != w:
         raise ValueError(f"calibration composites need a square input, got {segmenter.input_hw}")
     require_images(n_images, h * w, 256)
-    dataset = CompositeDataset(env_config=env_config_for(h), data=data,
+    margin = segmenter.margin_px
+    dataset = CompositeDataset(env_config=env_config_for(h - 2 * margin, margin), data=data,
                                backgrounds=load_backgrounds("train", backgrounds_dir), stream="val", seed=seed,
                                length=CALIBRATION_START + n_images)
     try:

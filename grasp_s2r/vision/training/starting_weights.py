@@ -25,14 +25,14 @@ def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
     except CheckpointError as e:
         raise TrainError(f"--init: {e}") from None
     # a U-Net is fully convolutional: its weights fit any input size (a fine-tune at another camera resolution)
-    same_size = init["architecture"] == "unet" or tuple(init["input_hw"]) == (cfg.image_size_px, cfg.image_size_px)
+    same_size = init["architecture"] == "unet" or tuple(init["input_hw"]) == (cfg.input_px, cfg.input_px)
     # the padding holds no weights: a fine-tune may change it
     same = (init["architecture"] == cfg.architecture
             and _but_padding(init["arch_kwargs"]) == _but_padding(cfg.arch_kwargs))
     if not same_size or not (same or widens(init, cfg)):
         raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
                          f"{tuple(init['input_hw'])} px, this run is {cfg.architecture} {cfg.arch_kwargs} at "
-                         f"{cfg.image_size_px} px (a U-Net may start from a narrower one of its depth, or one "
+                         f"{cfg.input_px} px (a U-Net may start from a narrower one of its depth, or one "
                          "reading fewer --anomaly maps, not a wider one; one with --unshuffle from a plain one of its "
                          "width and depth)")
     return init

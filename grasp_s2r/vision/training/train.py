@@ -100,7 +100,7 @@ def _write_curve_csv(history: list[dict[str, float]], path: Path) -> None:
 
 def _run_config(cfg: SegmenterTrainConfig, split: dict[str, list[str]]) -> dict[str, Any]:
     return {"format": VISION_RUN_FORMAT, "format_version": RUN_FORMAT_VERSION, "train": cfg.to_dict(),
-            "env": env_config_for(cfg.image_size_px).to_dict(), "background_split": split}
+            "env": env_config_for(cfg.image_size_px, cfg.margin_px).to_dict(), "background_split": split}
 
 
 RUNTIME_FIELDS = ("steps", "workers")
@@ -171,7 +171,7 @@ def _probe_step(cfg: SegmenterTrainConfig, step: int, device: torch.device,
         return None
     crops = step < cfg.crop_steps
     n = cfg.batch_size * (cfg.crops_per_composite if crops else 1)
-    side = cfg.crop_px if crops else cfg.image_size_px
+    side = cfg.crop_px if crops else cfg.input_px
     gen = torch.Generator().manual_seed(0)
     x = to_memory_format(torch.randn(n, 3, side, side, generator=gen).to(device), channels_last)
     y = (torch.rand(n, 1, side, side, generator=gen) > 0.97).float().to(device)
@@ -261,11 +261,11 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     # make data: the on-the-fly training stream (crops, then whole images: composite i at step i // batch_size) in
     # the workers, started first so that they load while this process makes the fixed validation set (training
     # photos, other episode seeds)
-    env_cfg = env_config_for(cfg.image_size_px)
+    env_cfg = env_config_for(cfg.image_size_px, cfg.margin_px)
     train_photos = load_backgrounds("train", backgrounds_dir, cfg.hold_out_photos)
     weights = photo_weights("train", backgrounds_dir, cfg.embedded_photo_share, cfg.hold_out_photos)
     mined = run_mined_crops(out_dir, cfg.init_checkpoint, train_photos, share=cfg.data.mined_crop_prob,
-                            image_px=cfg.image_size_px, crops_per_photo=cfg.mine_crops_per_photo, seed=cfg.seed,
+                            image_px=cfg.input_px, crops_per_photo=cfg.mine_crops_per_photo, seed=cfg.seed,
                             device=str(device), progress=progress)
     train_set = CompositeDataset(env_config=env_cfg, data=cfg.data, backgrounds=train_photos, stream="train",
                                  seed=cfg.seed, length=cfg.steps * cfg.batch_size, photo_weights=weights,
@@ -291,7 +291,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     def checkpoint(with_optimizer: bool) -> dict[str, Any]:
         return make_checkpoint(
             model, architecture=cfg.architecture, arch_kwargs=cfg.arch_kwargs,
-            input_hw=(cfg.image_size_px, cfg.image_size_px), background_split=split, config=run_cfg, step=step,
+            input_hw=(cfg.input_px, cfg.input_px), background_split=split, config=run_cfg, step=step,
             history=history, optimizer=optimizer.state_dict() if with_optimizer else None,
         )
 

@@ -45,6 +45,10 @@ class SegmenterTrainConfig:
     """What the U-Net's convolutions read past the image's edge (``UNet(padding=...)``, ``model.PADDINGS``)."""
     image_size_px: int = 64
     """Square input resolution = wrist camera resolution of the rendered views."""
+    margin_px: int = 0
+    """The camera sees this many pixels more beyond each edge of its ``image_size_px`` view
+    (``CameraConfig.widened``), and the network reads and trains on the whole wider image (:attr:`input_px`), the
+    view its middle: a sphere the view's edge cuts is whole in it. 0: the view itself."""
     steps: int = 3000
     """Optimizer steps in total (a resumed run continues up to this)."""
     batch_size: int = 32
@@ -132,9 +136,11 @@ class SegmenterTrainConfig:
         if self.padding not in PADDINGS or (self.padding != "zeros" and self.architecture != "unet"):
             raise TrainError(f"padding must be one of {', '.join(PADDINGS)} (not zeros: a U-Net only), "
                              f"got {self.padding!r}")
-        if self.image_size_px % (8 * self.unshuffle):
-            raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs an image size a multiple of "
-                             f"{8 * self.unshuffle}, got {self.image_size_px}")
+        if self.margin_px < 0 or (self.margin_px and self.architecture != "unet"):
+            raise TrainError(f"margin_px must be >= 0 (> 0: a U-Net only), got {self.margin_px}")
+        if self.input_px % (8 * self.unshuffle):
+            raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs an input (image size + 2 margins) a "
+                             f"multiple of {8 * self.unshuffle}, got {self.input_px}")
         if not 0.0 <= self.rank_weight < math.inf:
             raise TrainError(f"rank_weight must be >= 0, got {self.rank_weight}")
         if not 0.0 < self.hard_share <= 1.0:
@@ -151,10 +157,10 @@ class SegmenterTrainConfig:
             object.__setattr__(self, "crop_px", 0 if self.init_checkpoint else DEFAULT_CROP_PX)
         if self.crop_px < 0:
             raise TrainError(f"crop size must be >= 0 px, got {self.crop_px}")
-        if self.crop_px and self.crop_px < self.image_size_px and self.crop_px % (8 * self.unshuffle):
+        if self.crop_px and self.crop_px < self.input_px and self.crop_px % (8 * self.unshuffle):
             raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs crops a multiple of "
                              f"{8 * self.unshuffle} px, got {self.crop_px}")
-        if not self.crop_px or self.crop_px >= self.image_size_px:  # whole images: no whole-image phase to have
+        if not self.crop_px or self.crop_px >= self.input_px:  # whole images: no whole-image phase to have
             object.__setattr__(self, "full_size_share", 0.0)
         if self.crop_px:
             try:
@@ -178,9 +184,14 @@ class SegmenterTrainConfig:
     @property
     def crop_steps(self) -> int:
         """Steps on crops (the first ones); the rest are on whole images."""
-        if not self.crop_px or self.crop_px >= self.image_size_px:  # crops as large as the image: whole images
+        if not self.crop_px or self.crop_px >= self.input_px:  # crops as large as the image: whole images
             return 0
         return self.steps - round(self.full_size_share * self.steps)
+
+    @property
+    def input_px(self) -> int:
+        """The side of the network's input: the view and its margins."""
+        return self.image_size_px + 2 * self.margin_px
 
     @property
     def arch_kwargs(self) -> dict[str, Any]:
