@@ -37,7 +37,7 @@ def photo_table_views(photos: list[np.ndarray], n_views: int, seed: int = SCENE_
     if not photos:
         raise ValueError("no photos to make the table of")
     env = control_env_config()
-    env = dataclasses.replace(env, camera=env.camera.widened(margin_px)) if margin_px else env
+    env = dataclasses.replace(env, camera=env.camera.widened(margin_px))  # margin 0: the camera itself
     sampler = SimViewSampler(env, ViewConfig(empty_prob=0.2), table_photos=photos, texture_seed=seed,
                              n_photo_textures=max(ViewConfig.photo_textures, len(photos)))
     try:

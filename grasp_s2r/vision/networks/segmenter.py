@@ -195,6 +195,11 @@ class Segmenter:
         """How the sphere is predicted: tile by tile (:class:`Tiling`), or None: the whole ``input_hw`` image."""
         self.config = config
         """The checkpoint's metadata: architecture, arch_kwargs, input_hw, background_split, config, step."""
+        run = config.get("config")
+        train = run.get("train", {}) if isinstance(run, dict) else {}
+        self.margin_px = int(train.get("margin_px", 0) or 0)
+        """Pixels its training camera saw beyond each edge of the controller's view (``train-vision --margin-px``):
+        such a network reads only frames of its own ``input_hw``, the view in their middle. 0: the view itself."""
         self.checkpoint_sha256: str | None = None
         """:func:`file_sha256` of the file it was loaded from (None when made from a dict): a gripper head must
         have been trained on that file."""
@@ -233,21 +238,14 @@ class Segmenter:
         :meth:`predict` then takes ``previous``."""
         return bool(getattr(self.model, "previous", False))
 
-    @property
-    def margin_px(self) -> int:
-        """Pixels its training camera saw beyond each edge of the controller's view (``train-vision --margin-px``):
-        such a network reads only frames of its own ``input_hw``, the view in their middle. 0: the view itself."""
-        train = self.config.get("config", {}).get("train", {}) if isinstance(self.config.get("config"), dict) else {}
-        return int(train.get("margin_px", 0) or 0)
-
     def _input(self, rgb_uint8: np.ndarray, what: str = "") -> np.ndarray:
         rgb = np.asarray(rgb_uint8)
         if rgb.dtype != np.uint8 or rgb.ndim != 4 or rgb.shape[-1] != 3:
             raise ValueError(f"{what}expected uint8 (N, H, W, 3), got {rgb.dtype} {rgb.shape}")
-        if self.margin_px and rgb.shape[1:3] != self.input_hw:
-            raise ValueError(f"{what}this segmenter reads frames seen {self.margin_px} px beyond the view "
-                             f"(train-vision --margin-px), {self.input_hw} px; got {rgb.shape[1:3]}")
         if rgb.shape[1:3] != self.input_hw:
+            if self.margin_px:
+                raise ValueError(f"{what}this segmenter reads frames seen {self.margin_px} px beyond the view "
+                                 f"(train-vision --margin-px), {self.input_hw} px; got {rgb.shape[1:3]}")
             h, w = self.input_hw
             interp = cv2.INTER_AREA if rgb.shape[1] > h else cv2.INTER_LINEAR
             rgb = np.stack([cv2.resize(im, (w, h), interpolation=interp) for im in rgb])
