@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tables_render import load, md_table, not_measured, numbered_runs, provenance, versioned_rows
+from tables_render import load, loaded_runs, md_table, not_measured, provenance, versioned_rows
 
 from grasp_s2r.stats import format_difference, format_rate
 from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table
@@ -233,7 +233,7 @@ def val_suites_table(d: Path) -> str:
     """Each segmenter's val-split suites on the training photos and on validation photos (``val_suites``, every run:
     a row measured again the same once, each version of one measured again otherwise; rows of runs on other validation
     photos than the first run's say which)."""
-    loaded = [(name, res) for name in numbered_runs(d, "val_suites") if (res := load(name, d)) is not None]
+    loaded = loaded_runs(d, "val_suites")
     if not loaded:
         return not_measured("val_suites")
     first = loaded[0][1]["figures"]["photos"]

@@ -361,6 +361,11 @@ def numbered_runs(d: Path, stem: str) -> list[str]:
     return [stem] + [f"{stem}-{k}" for k in suffixes]
 
 
+def loaded_runs(d: Path, stem: str) -> list[tuple[str, dict[str, Any]]]:
+    """(name, results) of each of :func:`numbered_runs` ``(d, stem)`` that was measured, in order."""
+    return [(name, res) for name in numbered_runs(d, stem) if (res := load(name, d)) is not None]
+
+
 def versioned_rows(loaded: list[tuple[str, dict]], key: Callable[[str, dict], str],
                    same: Callable[[dict, dict], bool]) -> dict[str, dict]:
     """The rows of several runs of one benchmark (``loaded``: (name, results) in order), each under ``key(label,

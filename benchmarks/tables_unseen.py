@@ -11,6 +11,7 @@ from tables_render import (
     camera_label,
     cpu_name,
     load,
+    loaded_runs,
     md_table,
     not_measured,
     numbered_runs,
@@ -147,7 +148,7 @@ def same_figures(a: dict, b: dict) -> bool:
 
 def unseen_tables_table(d: Path) -> str:
     """``unseen_tables``: each segmenter on tables it never trained on, per frame (far / all heights) and end to end."""
-    loaded = [(name, res) for name in numbered_runs(d, "unseen_tables") if (res := load(name, d)) is not None]
+    loaded = loaded_runs(d, "unseen_tables")
     if not loaded:
         return not_measured("unseen_tables")
     f = loaded[0][1]["figures"]
@@ -220,7 +221,7 @@ def _approach_text(found_by: dict[str, float]) -> str:
 def error_budget_table(d: Path) -> str:
     """``error_budget`` (and ``error_budget-2``, ...): per segmenter, the same episodes on its masks, on them without
     one kind of error, on the ground truth; then its frames by TCP height, failed against succeeded episodes."""
-    loaded = [(name, res) for name in numbered_runs(d, "error_budget") if (res := load(name, d)) is not None]
+    loaded = loaded_runs(d, "error_budget")
     if not loaded:
         return not_measured("error_budget")
     runs = [res["figures"] for _, res in loaded]
@@ -264,7 +265,7 @@ def search_recipe_table(d: Path) -> str:
     """``search_recipe`` (and ``search_recipe-2``, ... with ``--vision``): the observable expert acting on a
     segmenter's masks with each search, then the shipped controller and controllers trained to imitate a search, on
     the same validation episodes; a table a segmenter."""
-    loaded = [(name, res) for name in numbered_runs(d, "search_recipe") if (res := load(name, d)) is not None]
+    loaded = loaded_runs(d, "search_recipe")
     if not loaded:
         return not_measured("search_recipe")
     parts = []
@@ -284,7 +285,7 @@ def search_recipe_table(d: Path) -> str:
 def test_time_remedies_table(d: Path) -> str:
     """``test_time_remedies`` (and ``-2``, ...): the shipped segmenter changed at test time, per frame and end to end,
     one table a run."""
-    loaded = [(name, res) for name in numbered_runs(d, "test_time_remedies") if (res := load(name, d)) is not None]
+    loaded = loaded_runs(d, "test_time_remedies")
     if not loaded:
         return not_measured("test_time_remedies")
 
@@ -311,7 +312,7 @@ def test_time_remedies_table(d: Path) -> str:
 def seen_tables_table(d: Path) -> str:
     """``seen_tables`` (and its numbered runs): fine-tunes on the very photos that are then the tables, against the
     shipped segmenter, end to end and per frame."""
-    loaded = [(name, res) for name in numbered_runs(d, "seen_tables") if (res := load(name, d)) is not None]
+    loaded = loaded_runs(d, "seen_tables")
     if not loaded:
         return not_measured("seen_tables")
     parts = []
@@ -337,7 +338,7 @@ def seen_tables_table(d: Path) -> str:
 def border_spheres_table(d: Path) -> str:
     """``border_spheres`` (and its numbered runs): spheres found at the image's border and inside it, per frame and
     in the validation episodes' frames."""
-    loaded = [(name, res) for name in numbered_runs(d, "border_spheres") if (res := load(name, d)) is not None]
+    loaded = loaded_runs(d, "border_spheres")
     if not loaded:
         return not_measured("border_spheres")
     parts = []
@@ -372,7 +373,7 @@ def border_spheres_table(d: Path) -> str:
 def parallax_filter_table(d: Path) -> str:
     """``parallax_filter`` (and its numbered runs): the shipped system with and without the parallax filter (other
     vote counts, other hovered spots), on the same validation episodes."""
-    loaded = [(name, res) for name in numbered_runs(d, "parallax_filter") if (res := load(name, d)) is not None]
+    loaded = loaded_runs(d, "parallax_filter")
     if not loaded:
         return not_measured("parallax_filter")
     parts = []
