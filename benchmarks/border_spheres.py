@@ -5,7 +5,8 @@ and in the validation episodes on tables never seen.
         [--episodes 300] [--remedies 'borders mirrored, 8 px;...'] [--margins 8,16] [--workers 2] [--save]
 
 Each ``SEGMENTER`` is a checkpoint (``shipped``: the shipped weights); one trained on the view seen beyond its edge
-(``train-vision --margin-px``) reads the same views seen that far, its mask kept on the view (frames only). A sphere is *at the border* where its mask
+(``train-vision --margin-px``) reads the same views seen that far, its mask kept on the view, in the episodes too
+(they render the margins it reads, ``GraspEnv.set_view_margin``). A sphere is *at the border* where its mask
 reaches the outer :data:`BORDER_PX` pixels of the image (cut by the border or about to be). Per frame: ``--views``
 photo-table views of ``--photos`` (``vision.evaluation.scene_check``, one table texture a photo; the training
 recipe's view sampling), spheres found (the mask touches them) at the border and inside, below and from 6 px wide,
@@ -159,10 +160,6 @@ def main() -> int:
         requests = [EpisodeRequest(seed=VALIDATION_BASE + i, condition=cond) for i in range(args.episodes)]
         with RolloutPool(trained_scene(blob), args.workers) as pool:
             for name, path in segmenters.items():
-                if loaded[name].margin_px:
-                    print(f"  {name}: no episodes: it reads frames seen {loaded[name].margin_px} px beyond the view, "
-                          "which the episodes do not render", flush=True)
-                    continue
                 masks = make_mask_source("predicted", path or str(default_checkpoint_path()), "cpu")
                 records = pool.run(requests, policy, masks, record=lambda i: True, progress=True,
                                    parallax=SHIPPED_PARALLAX)

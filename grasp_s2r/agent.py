@@ -13,7 +13,9 @@ Inputs of :meth:`GraspAgent.act`:
 - ``rgb``: uint8 (H, W, 3), **RGB** order (OpenCV gives BGR: convert), from a camera mounted as the simulated wrist
   camera (``sim.config.CameraConfig``: on the palm, 4.5 cm off the gripper axis towards palm +x, looking at a point
   16 cm below the palm on the axis; image top = palm +x). The network was trained on 64 x 64 px images with a 60°
-  vertical (and, square, horizontal) field of view. See :func:`fit_to_trained_view` for the crop rule.
+  vertical (and, square, horizontal) field of view; a segmenter trained with ``train-vision --margin-px M`` reads
+  that view seen M px beyond each edge (``GraspAgent.segmenter_camera``), and the controller the view's mask. See
+  :func:`fit_to_trained_view` for the crop rule.
 - ``proprio``: float (5,) in SI units, in the order of ``PROPRIO_NAMES``::
 
       tcp_x_world_m        TCP x in the table frame, metres   (read by the parallax filter, and a controller of ``--tcp-xy``)
@@ -50,6 +52,7 @@ from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
 from grasp_s2r.control.wrist_geometry import PreviousFrame
+from grasp_s2r.sim.camera import crop_margin
 from grasp_s2r.sim.config import CameraConfig, EnvConfig, SceneConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
@@ -74,13 +77,18 @@ class SegmenterMasks:
 
     def __init__(self, segmenter: Any):
         self.segmenter = segmenter
+        self.margin_px = int(getattr(segmenter, "margin_px", 0))
+        """Pixels beyond each edge of the controller's view that the segmenter reads (``train-vision --margin-px``):
+        its images are the view widened by this much (``CameraConfig.widened``), its masks are the view's."""
 
     def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None,
                  previous: np.ndarray | None = None) -> np.ndarray:
-        """``previous`` uint8 (N, H, W, 3): the previous frames warped onto these, for a segmenter that reads them
-        (``reads_previous``; ``control.wrist_geometry.PreviousFrame``)."""
+        """``rgb`` uint8 (N, H, W, 3): the view and its ``margin_px`` margins -> bool (N, H - 2 margin, W - 2 margin):
+        the view's masks. ``previous`` uint8 (N, H, W, 3): the previous frames warped onto these, for a segmenter
+        that reads them (``reads_previous``; ``control.wrist_geometry.PreviousFrame``)."""
         kw = {} if previous is None else {"previous": previous}
-        return np.asarray(self.segmenter.predict(np.asarray(rgb, dtype=np.uint8), **kw), dtype=bool)
+        out = self.segmenter.predict(np.asarray(rgb, dtype=np.uint8), **kw)
+        return np.asarray(crop_margin(out, self.margin_px, batched=True), dtype=bool)
 
     @property
     def reads_previous(self) -> bool:
@@ -94,7 +102,8 @@ class SegmenterMasks:
             raise AgentError("this controller reads the gripper fingers' mask, which this segmenter does not predict "
                              "(no gripper head trained on it: grasp-s2r train-gripper)")
         kw = {} if previous is None else {"previous": previous}
-        return np.asarray(self.segmenter.predict_gripper(np.asarray(rgb, dtype=np.uint8), **kw), dtype=bool)
+        out = self.segmenter.predict_gripper(np.asarray(rgb, dtype=np.uint8), **kw)
+        return np.asarray(crop_margin(out, self.margin_px, batched=True), dtype=bool)
 
 
 @dataclass
@@ -225,7 +234,8 @@ class AgentStep:
     mask: np.ndarray
     """bool (h, w) at the trained resolution: the sphere mask the controller saw (for display)."""
     image: np.ndarray
-    """uint8 (h, w, 3): the camera image after :func:`fit_to_trained_view` (what the segmenter saw)."""
+    """uint8 (h, w, 3): the camera image after :func:`fit_to_trained_view` (what the segmenter saw: the view, and
+    its margins for a segmenter trained with them, ``GraspAgent.segmenter_camera``)."""
     timings_ms: dict[str, float]
     """Wall time of ``preprocess``, ``segment``, ``filter`` (the parallax filter), ``control`` and ``total`` (ms)."""
 
@@ -279,7 +289,8 @@ class GraspAgent:
     def __post_init__(self) -> None:
         self._far = None if self.parallax is None else ParallaxFilter(self.env.scene, self.env.camera, self.parallax)
         """:meth:`act`'s parallax filter: its spots of this episode."""
-        self._previous = PreviousFrame(self.env.camera) if getattr(self.segmenter, "reads_previous", False) else None
+        self._previous = PreviousFrame(self.segmenter_camera) if getattr(self.segmenter, "reads_previous", False) \
+            else None
         """:meth:`act`'s previous frame, for a segmenter that reads it."""
 
     @classmethod
@@ -321,6 +332,13 @@ class GraspAgent:
     def camera(self) -> CameraConfig:
         """The trained camera: resolution and field of view the images are brought to."""
         return self.env.camera
+
+    @property
+    def segmenter_camera(self) -> CameraConfig:
+        """The camera of the images the segmenter reads: the trained view, widened by the pixels beyond each edge the
+        segmenter was trained to see (``train-vision --margin-px``; 0: the view itself). :meth:`act`'s images are
+        brought to it, so a segmenter with a margin needs a camera seeing at least that much."""
+        return self.camera.widened(int(getattr(self.segmenter, "margin_px", 0)))
 
     @property
     def scene(self) -> SceneConfig:
@@ -372,8 +390,9 @@ class GraspAgent:
                              f"got shape {proprio.shape}")
         if len(rgb) != len(proprio):
             raise AgentError(f"{len(rgb)} images but {len(proprio)} proprio rows")
-        images = np.stack([fit_to_trained_view(im, self.camera, self.camera_vfov_deg) for im in rgb]) if len(rgb) \
-            else np.zeros((0, self.camera.height_px, self.camera.width_px, 3), np.uint8)
+        cam = self.segmenter_camera
+        images = np.stack([fit_to_trained_view(im, cam, self.camera_vfov_deg) for im in rgb]) if len(rgb) \
+            else np.zeros((0, cam.height_px, cam.width_px, 3), np.uint8)
         t1 = time.perf_counter()
         if memory is None and self.policy.cfg.memory:
             raise AgentError("this controller has memory: act_batch needs memory=(N, N_MEMORY) features, one "

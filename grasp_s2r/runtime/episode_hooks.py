@@ -135,7 +135,7 @@ class EpisodeHooks:
             from grasp_s2r.vision.images.composite import composite_frame
 
             photos = self._photos(c.backgrounds)
-            cam = env.config.camera
+            cam = env.camera.cfg  # the camera rendered: the view, and its margins when the env renders them
             # one crop of one photo per episode: the background stays put while the arm moves
             self.photo = random_crop(photos[int(self.rng.integers(len(photos)))], (cam.height_px, cam.width_px),
                                      self.rng)
@@ -177,7 +177,7 @@ class EpisodeHooks:
         outside_deg = float(outside_view_deg(env, np.array([*params.sphere_xy_world_m, z]))[0])
         self.events.append({"event": "start-out-of-view", "step": 0, "sphere_xy_world_m": list(params.sphere_xy_world_m),
                             "outside_view_deg": outside_deg, "arm_starts": attempt + 1,
-                            "in_view": bool(result.frame.sphere_mask.any())})
+                            "in_view": bool(result.frame.view().sphere_mask.any())})
         return result
 
     def _reachable(self, xy: np.ndarray) -> bool:
@@ -190,7 +190,9 @@ class EpisodeHooks:
         return min(q - lo, hi - q) >= _WRIST_LIMIT_MARGIN_RAD
 
     def observe(self, frame: Frame) -> tuple[np.ndarray, np.ndarray]:
-        """(rgb uint8 (H, W, 3), ground-truth sphere mask bool (H, W)) of what the camera shows.
+        """(rgb uint8 (H, W, 3), ground-truth sphere mask bool (H, W)) of what the camera shows: the whole frame,
+        its margins included when the env renders them (``GraspEnv.set_view_margin``; the photos are composited
+        onto all of it).
 
         The first call after an ``on_reset`` that re-rendered the first frame shows that frame, whatever it is given.
         """

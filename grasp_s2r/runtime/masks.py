@@ -20,6 +20,9 @@ class MaskSource(Protocol):
 
     kind: str
     """"gt" or "predicted"."""
+    margin_px: int
+    """Pixels beyond each edge of the view its images show (a segmenter trained with ``train-vision --margin-px``);
+    its masks are the view's. 0: images of the view itself."""
 
     def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
         """rgb uint8 (N, H, W, 3), gt_mask bool (N, H, W) -> bool (N, H, W)."""
@@ -30,6 +33,7 @@ class GroundTruthMasks:
     """The simulator's (or the composite's) ground-truth sphere mask."""
 
     kind = "gt"
+    margin_px = 0
 
     def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
         return np.asarray(gt_mask, dtype=bool)

@@ -159,12 +159,19 @@ class RolloutPool:
         controller's input mask has been empty for more than this many consecutive steps.
         ``parallax``: the controller's input masks lose the detections that stay put as the camera moves
         (:class:`~grasp_s2r.control.parallax.ParallaxFilter`, one per episode).
+
+        A mask source whose ``margin_px`` > 0 (a segmenter trained with ``train-vision --margin-px``) gets frames
+        rendered that far beyond each edge of the view (the conditions applied to all of it) and returns the view's
+        masks; everything else (the controller, the filter, the records) sees the view, as without a margin.
         """
         if policy is None and any(r.actor.queries_learner for r in requests):
             raise ValueError("a policy is needed for episodes in which the learner acts")
         with_memory = reads_memory(policy)  # the memory is kept only for a controller that reads it
         with_fingers = reads_gripper(policy)  # and the fingers' masks stacked only for one that reads them
         reads_previous = bool(getattr(masks, "reads_previous", False))  # a segmenter that reads the previous frame
+        margin_px = int(getattr(masks, "margin_px", 0))  # a segmenter that reads the view and its margins
+        segmenter_camera = self.env_config.camera.widened(margin_px)
+        segmenter_rgb = "segmenter_rgb" if margin_px else "rgb"  # the observation's image the mask source reads
         queue = deque(enumerate(requests))
         active: dict[int, _Active] = {}
         obs: dict[int, dict[str, Any]] = {}
@@ -176,8 +183,8 @@ class RolloutPool:
             far = None if parallax is None else ParallaxFilter(self.env_config.scene, self.env_config.camera, parallax)
             active[worker] = _Active(req, index, record(index), far)
             if reads_previous:
-                active[worker].previous = PreviousFrame(self.env_config.camera)
-            self.conns[worker].send(("reset", req.seed, req.condition.to_dict()))
+                active[worker].previous = PreviousFrame(segmenter_camera)
+            self.conns[worker].send(("reset", req.seed, req.condition.to_dict(), margin_px))
 
         for w in range(min(len(self.conns), len(queue))):
             start(w)
@@ -186,7 +193,7 @@ class RolloutPool:
             active[w].params = obs[w].pop("params")
         while active:
             ids = sorted(active)
-            rgb = np.stack([obs[w]["rgb"] for w in ids])
+            rgb = np.stack([obs[w][segmenter_rgb] for w in ids])
             gt = np.stack([obs[w]["sphere_mask"] for w in ids])
             proprio = np.stack([obs[w]["proprio"] for w in ids])
             # the learner's step, the one GraspAgent runs (agent.learner_step): one batched segmenter call (if

@@ -16,6 +16,7 @@ from grasp_s2r.interrupts import ignore_interrupts_in_child
 from grasp_s2r.runtime.conditions import Condition
 from grasp_s2r.runtime.episode_hooks import EpisodeHooks
 from grasp_s2r.runtime.records import HOOK_STREAM
+from grasp_s2r.sim.camera import crop_margin
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import GraspEnv
 
@@ -67,9 +68,16 @@ class _Labeller:
 
 
 def _observation(env: GraspEnv, labeller: _Labeller, hooks: EpisodeHooks, result: Any) -> dict[str, Any]:
-    rgb, gt = hooks.observe(result.frame)
+    """The step's observation: the view's rgb and masks; with a margin (``GraspEnv.set_view_margin``) also the
+    whole frame's rgb, ``segmenter_rgb``, what a segmenter trained with that margin reads."""
+    frame = result.frame
+    rgb, gt = hooks.observe(frame)
+    wide = {}
+    if frame.margin_px:
+        wide = {"segmenter_rgb": rgb}
+        rgb, gt = (np.ascontiguousarray(crop_margin(a, frame.margin_px)) for a in (rgb, gt))
     return {
-        "rgb": rgb, "sphere_mask": gt, "gripper_mask": result.frame.gripper_mask, "proprio": result.proprio,
+        "rgb": rgb, "sphere_mask": gt, "gripper_mask": frame.view().gripper_mask, "proprio": result.proprio, **wide,
         **labeller.label(env), "state": env.get_state(), "success": bool(result.success),
         "done": bool(result.terminated or result.truncated),
     }
@@ -81,7 +89,9 @@ class WorkerError(RuntimeError):
 
 def worker_main(conn: Any, env_config: dict[str, Any], expert_config: dict[str, Any], observable: bool,
                 search: dict[str, Any] | None = None) -> None:
-    """Env worker loop: ("reset", seed, condition dict) | ("step", action, learner saw the sphere) | ("close",).
+    """Env worker loop: ("reset", seed, condition dict, margin px) | ("step", action, learner saw the sphere) |
+    ("close",). The margin: pixels rendered beyond each edge of the view (``GraspEnv.set_view_margin``), for a
+    segmenter trained with one.
 
     Ctrl-C (or a SIGTERM) reaches the whole process group: the worker ignores both and leaves when the
     main process closes its pipe (or dies), so an interrupt is handled in one place and leaves no orphan.
@@ -100,6 +110,7 @@ def worker_main(conn: Any, env_config: dict[str, Any], expert_config: dict[str, 
             except (EOFError, OSError):  # the main process closed the pipe or died: leave quietly
                 return
             if msg[0] == "reset":
+                env.set_view_margin(msg[3])
                 result = env.reset(msg[1])
                 hooks = EpisodeHooks(env, Condition.from_dict(msg[2]), np.random.default_rng([msg[1], HOOK_STREAM]))
                 result = hooks.on_reset() or result  # a condition that changed the scene re-renders step 0

@@ -20,6 +20,28 @@ class Frame:
     """Ground-truth target mask from the segmentation buffer, bool (H, W)."""
     gripper_mask: np.ndarray
     """Palm and finger pixels, bool (H, W)."""
+    margin_px: int = 0
+    """Pixels the camera saw beyond each edge of the controller's view (``CameraConfig.widened``): the view is the
+    middle of these arrays (:meth:`view`). 0: the arrays are the view."""
+
+    def view(self) -> Frame:
+        """The frame cropped to the controller's view (itself when it has no margin)."""
+        if not self.margin_px:
+            return self
+        rgb, sphere, gripper = (np.ascontiguousarray(crop_margin(a, self.margin_px))
+                                for a in (self.rgb, self.sphere_mask, self.gripper_mask))
+        return Frame(rgb=rgb, sphere_mask=sphere, gripper_mask=gripper)
+
+
+def crop_margin(image: np.ndarray, margin_px: int, batched: bool = False) -> np.ndarray:
+    """The middle of ``image`` with ``margin_px`` rows and columns cut off each edge: a frame of a camera widened by
+    ``margin_px`` (``CameraConfig.widened``) back to its view. ``image``: (H, W, ...), or (N, H, W, ...) when
+    ``batched``. A view of the array (no copy)."""
+    a = np.asarray(image)
+    if margin_px == 0:
+        return a
+    m = slice(margin_px, -margin_px)
+    return a[:, m, m] if batched else a[m, m]
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ Action (4,) in [-1, 1]: TCP displacement (x, y, z) in the world frame, in units 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import tempfile
@@ -99,6 +100,8 @@ class GraspEnv:
         pb.changeDynamics(self.sphere_uid, -1, lateralFriction=s.sphere_friction, rollingFriction=1e-5,
                           spinningFriction=1e-4, physicsClientId=self.client)
         self.camera = WristCamera(self.client, self.config.camera)
+        self.margin_px = 0
+        """Pixels rendered beyond each edge of the camera's view (:meth:`set_view_margin`)."""
         self.params: EpisodeParams | None = None
         self.seed: int | None = None
         self.steps = 0
@@ -124,6 +127,14 @@ class GraspEnv:
             path = os.path.join(tmp, "plain.png")
             cv2.imwrite(path, np.full((4, 4, 3), 255, np.uint8))
             self._plain_texture = pb.loadTexture(path, physicsClientId=c)
+
+    def set_view_margin(self, margin_px: int) -> None:
+        """Render ``margin_px`` more pixels beyond each edge of ``config.camera``'s view from now on
+        (``CameraConfig.widened``): the frames a segmenter trained with a margin reads (``train-vision --margin-px``).
+        Each :class:`Frame` says its margin; ``Frame.view()`` is the view itself, as with no margin."""
+        if margin_px != self.margin_px:
+            self.camera = WristCamera(self.client, self.config.camera.widened(margin_px))  # ValueError if < 0
+            self.margin_px = int(margin_px)
 
     # --- episode ----------------------------------------------------------------------------
     def reset(self, seed: int, params: EpisodeParams | None = None) -> StepResult:
@@ -207,7 +218,8 @@ class GraspEnv:
             palm_pos, palm_quat, self.config.camera,
             np.asarray(p.camera_mount_jitter_m), np.asarray(p.camera_look_jitter_m),
         )
-        return self.camera.render(eye, target, up, p.lighting, self.sphere_uid, self.robot.uid, GRIPPER_LINKS)
+        frame = self.camera.render(eye, target, up, p.lighting, self.sphere_uid, self.robot.uid, GRIPPER_LINKS)
+        return dataclasses.replace(frame, margin_px=self.margin_px) if self.margin_px else frame
 
     def proprio(self) -> np.ndarray:
         tcp = self.robot.tcp_pos_world_m()
