@@ -224,17 +224,18 @@ def segmenter_train_config(cfg: AdaptConfig) -> SegmenterTrainConfig:
     """The segmenter's fine-tuning: the shipped weights, ``segmenter_steps`` steps at ``segmenter_lr`` (as many of
     them as fit in ``segmenter_minutes``), whole images, on every one of your photos (none held out), by the recipe
     the shipped weights were trained with (:func:`~grasp_s2r.vision.training.train_config.recipe_of`: their far
-    views and distractors kept)."""
+    views and distractors kept; and their margin beyond the view, ``margin_of``)."""
     from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
     from grasp_s2r.vision.training.train import SegmenterTrainConfig
-    from grasp_s2r.vision.training.train_config import recipe_of
+    from grasp_s2r.vision.training.train_config import margin_of, recipe_of
 
     every = max(1, min(500, cfg.segmenter_steps))
     shipped = default_checkpoint_path()
     return SegmenterTrainConfig(steps=cfg.segmenter_steps, lr=cfg.segmenter_lr, seed=cfg.seed, val_every=every,
                                 checkpoint_every=every, init_checkpoint=str(shipped), hold_out_photos=False,
                                 time_budget_s=cfg.segmenter_minutes * 60.0,
-                                data=replace(recipe_of(shipped), mined_crop_prob=cfg.mined_crop_prob))
+                                data=replace(recipe_of(shipped), mined_crop_prob=cfg.mined_crop_prob),
+                                margin_px=margin_of(shipped))
 
 
 def _fine_tune_segmenter(cfg: AdaptConfig, photos: Path, out: Path, progress: bool) -> Path:

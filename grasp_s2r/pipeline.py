@@ -87,7 +87,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     from grasp_s2r.vision.testsets.suites import SUITES
     from grasp_s2r.vision.training.sessions import runtime_sessions
     from grasp_s2r.vision.training.train import SegmenterTrainConfig, train
-    from grasp_s2r.vision.training.train_config import recipe_of
+    from grasp_s2r.vision.training.train_config import margin_of, recipe_of
 
     torch.set_num_threads(max(1, cfg.workers))
     out = Path(cfg.out)
@@ -106,7 +106,8 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
         shipped = default_checkpoint_path()
         train_cfg = (SegmenterTrainConfig(steps=cfg.vision_steps, seed=cfg.seed) if cfg.vision_from_scratch else
                      SegmenterTrainConfig(steps=cfg.vision_steps, seed=cfg.seed, lr=cfg.vision_lr,
-                                          init_checkpoint=str(shipped), data=recipe_of(shipped)))
+                                          init_checkpoint=str(shipped), data=recipe_of(shipped),
+                                          margin_px=margin_of(shipped)))
         model = train(train_cfg, vision_dir, resume=resume, backgrounds_dir=backgrounds)
     else:
         print(f"{model} exists: skipped")

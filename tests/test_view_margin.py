@@ -4,10 +4,14 @@ rollouts of ``eval`` / ``dagger`` and in ``GraspAgent``."""
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from grasp_s2r.agent import AgentError, GraspAgent, SegmenterMasks, default_controller_path
+from grasp_s2r.commands import train_vision
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.runtime.conditions import CONDITIONS
@@ -16,19 +20,30 @@ from grasp_s2r.runtime.records import EXPERT, EpisodeRequest
 from grasp_s2r.sim.camera import crop_margin
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import GraspEnv
+from grasp_s2r.vision.evaluation.evaluate import VisionEvalConfig, evaluate_segmenter
 from grasp_s2r.vision.networks.segmenter import Segmenter
+from grasp_s2r.vision.testsets.suites import SuiteError
 from grasp_s2r.vision.training.train import SegmenterTrainConfig, train
+from grasp_s2r.vision.training.train_config import margin_of
 
 MARGIN_PX = 8
 
 
+TINY = {"steps": 2, "batch_size": 2, "val_images": 4, "val_every": 2, "checkpoint_every": 2, "crop_px": 0,
+        "workers": 0, "width": 8, "calibration_images": 0}
+
+
 @pytest.fixture(scope="module")
-def margin_segmenter(tmp_path_factory) -> Segmenter:
+def margin_checkpoint(tmp_path_factory) -> Path:
     """A (barely) trained segmenter whose camera saw 8 px beyond each edge of the 64 px view: it reads 80 px frames
     and refuses the view alone."""
-    cfg = SegmenterTrainConfig(steps=2, batch_size=2, val_images=4, val_every=2, checkpoint_every=2, crop_px=0,
-                               workers=0, width=8, margin_px=MARGIN_PX, calibration_images=0)
-    return Segmenter.load(train(cfg, tmp_path_factory.mktemp("margin") / "run", progress=False), "cpu")
+    return train(SegmenterTrainConfig(**TINY, margin_px=MARGIN_PX), tmp_path_factory.mktemp("margin") / "run",
+                 progress=False)
+
+
+@pytest.fixture(scope="module")
+def margin_segmenter(margin_checkpoint) -> Segmenter:
+    return Segmenter.load(margin_checkpoint, "cpu")
 
 
 def test_an_env_with_a_view_margin_renders_the_view_in_the_middle_of_a_wider_frame():
@@ -91,3 +106,21 @@ def test_the_agent_brings_images_to_the_segmenters_wider_view_and_returns_the_vi
                         camera_vfov_deg=agent.camera.fov_deg)
     with pytest.raises(AgentError, match="does not cover"):
         narrow.act(np.zeros((64, 64, 3), np.uint8), [0.0, 0.0, 0.2, 0.04, 0.0])
+
+
+def test_what_reads_a_checkpoint_keeps_or_names_its_margin(margin_checkpoint, tmp_path, capsys):
+    # a fine-tune from it (pipeline, adapt) keeps its margin; the shipped weights have none
+    from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
+
+    assert margin_of(margin_checkpoint) == MARGIN_PX and margin_of(default_checkpoint_path()) == 0
+    # train-vision says when a run's margin is not its --init's (the weights carry over, the camera changes)
+    cfg = SegmenterTrainConfig(**TINY, init_checkpoint=str(margin_checkpoint))
+    capsys.readouterr()
+    train_vision._check_inputs(cfg, argparse.Namespace(out=tmp_path / "run", resume=False, backgrounds=None))
+    assert "seen 8 px beyond each edge, this run 0 px (--margin-px)" in capsys.readouterr().out
+    train_vision._check_inputs(SegmenterTrainConfig(**TINY, margin_px=MARGIN_PX, init_checkpoint=str(margin_checkpoint)),
+                               argparse.Namespace(out=tmp_path / "run", resume=False, backgrounds=None))
+    assert "--margin-px" not in capsys.readouterr().out
+    # the test suites hold the view alone: eval-vision refuses the segmenter in one line, before making them
+    with pytest.raises(SuiteError, match="reads the view seen 8 px beyond each edge"):
+        evaluate_segmenter(margin_checkpoint, cfg=VisionEvalConfig(suite="sim", n_images=4), device="cpu")

@@ -22,6 +22,7 @@ from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, re
 from grasp_s2r.vision.images.backgrounds import BackgroundError, load_backgrounds, photo_weights
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix
 from grasp_s2r.vision.images.synthetic import DISTRACTOR_KINDS, check_distractor_kinds
+from grasp_s2r.vision.networks.segmenter import checkpoint_margin_px
 from grasp_s2r.vision.training.starting_weights import check_init_checkpoint
 from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, train
 
@@ -214,11 +215,17 @@ def _check_inputs(cfg: SegmenterTrainConfig, args: argparse.Namespace) -> None:
     if args.resume and not latest.is_file():
         raise TrainError(f"--resume: {latest} does not exist")
     if cfg.init_checkpoint and not args.resume:
-        init_padding = check_init_checkpoint(cfg)["arch_kwargs"].get("padding", "zeros")
+        init = check_init_checkpoint(cfg)
+        init_padding = init["arch_kwargs"].get("padding", "zeros")
         if init_padding != cfg.padding:
             print(f"train-vision: --init {cfg.init_checkpoint} pads its convolutions with {init_padding}, this run "
                   f"with {cfg.padding} (--padding): the weights carry over, what they read past the edge changes",
                   flush=True)
+        init_margin = checkpoint_margin_px(init)
+        if init_margin != cfg.margin_px:
+            print(f"train-vision: --init {cfg.init_checkpoint} read the view seen {init_margin} px beyond each edge, "
+                  f"this run {cfg.margin_px} px (--margin-px): the weights carry over, the camera they see through "
+                  "changes", flush=True)
     if args.backgrounds is not None:
         load_backgrounds("train", args.backgrounds)  # the folder, its photo count and every training photo
     photo_weights("train", args.backgrounds, cfg.embedded_photo_share)  # a share needs a corpus beside the photos

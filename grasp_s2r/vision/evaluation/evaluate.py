@@ -20,7 +20,7 @@ from grasp_s2r.vision.evaluation.metrics import confusion_counts, metrics_by_wid
 from grasp_s2r.vision.images.backgrounds import split_names
 from grasp_s2r.vision.images.folder import load_folder
 from grasp_s2r.vision.networks.segmenter import Segmenter, check_threshold, read_checkpoint
-from grasp_s2r.vision.testsets.suites import Split, check_suite, latency_ms, suite_images
+from grasp_s2r.vision.testsets.suites import Split, SuiteError, check_suite, latency_ms, suite_images
 
 EVAL_FORMAT_NAME = "grasp_s2r.vision_eval"
 EVAL_FORMAT_VERSION = 3
@@ -104,6 +104,10 @@ def _evaluate_loaded(segmenter: Segmenter, model_path: Path, *, cfg: VisionEvalC
         names, images, target = load_folder(data_dir, hw)
         source: dict[str, Any] = {"kind": "folder", "data_dir": str(Path(data_dir).resolve())}
     else:
+        if segmenter.margin_px:  # the suites are images of the view: its margins would be made up, not seen
+            raise SuiteError(f"{model_path} reads the view seen {segmenter.margin_px} px beyond each edge (train-vision "
+                             "--margin-px); the suites hold the view alone: measure it per frame with "
+                             "benchmarks/border_spheres.py, end to end with grasp-s2r eval --vision")
         trained_on = segmenter.config["background_split"]["train"]
         require_images(cfg.n_images, hw[0] * hw[1], cfg.batch_size)  # at the model's own size, before making them
         images, target = heldout_composites(hw, cfg, backgrounds_dir, trained_on)

@@ -179,6 +179,14 @@ def _as_batch(rgb_uint8: np.ndarray, previous: np.ndarray | None) -> tuple[np.nd
     return (rgb[None] if single else rgb), before, single
 
 
+def checkpoint_margin_px(ckpt: dict[str, Any]) -> int:
+    """Pixels beyond each edge of the controller's view that the network of checkpoint (or metadata) ``ckpt`` was
+    trained to read (its run's ``train-vision --margin-px``); 0 for one that records none."""
+    run = ckpt.get("config")
+    train = run.get("train", {}) if isinstance(run, dict) else {}
+    return int(train.get("margin_px", 0) or 0) if isinstance(train, dict) else 0
+
+
 class Segmenter:
     """RGB -> sphere mask with a trained network; one batched forward pass per call on ``self.device``."""
 
@@ -195,9 +203,7 @@ class Segmenter:
         """How the sphere is predicted: tile by tile (:class:`Tiling`), or None: the whole ``input_hw`` image."""
         self.config = config
         """The checkpoint's metadata: architecture, arch_kwargs, input_hw, background_split, config, step."""
-        run = config.get("config")
-        train = run.get("train", {}) if isinstance(run, dict) else {}
-        self.margin_px = int(train.get("margin_px", 0) or 0)
+        self.margin_px = checkpoint_margin_px(config)
         """Pixels its training camera saw beyond each edge of the controller's view (``train-vision --margin-px``):
         such a network reads only frames of its own ``input_hw``, the view in their middle. 0: the view itself."""
         self.checkpoint_sha256: str | None = None

@@ -16,7 +16,7 @@ from grasp_s2r.vision.images.crops import CropConfig
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, DataConfig
 from grasp_s2r.vision.networks.anomaly import ANOMALY_WINDOWS_PX
 from grasp_s2r.vision.networks.model import ARCHITECTURES, PADDINGS, Architecture, Padding
-from grasp_s2r.vision.networks.segmenter import CheckpointError, read_checkpoint
+from grasp_s2r.vision.networks.segmenter import CheckpointError, checkpoint_margin_px, read_checkpoint
 
 DEFAULT_CROP_PX = 32
 """Crop side of a run from random weights (a quarter of the 64 px image's pixels; the sphere is at most 16 px)."""
@@ -234,6 +234,16 @@ def recipe_of(checkpoint: Path | str) -> DataConfig:
         raise TrainError(str(e)) from None
     except (KeyError, TypeError, ValueError) as e:
         raise TrainError(f"{checkpoint} records no training recipe ({e!r})") from None
+
+
+def margin_of(checkpoint: Path | str) -> int:
+    """The pixels beyond each edge of the view ``checkpoint`` was trained to read (``train-vision --margin-px``; 0
+    for a checkpoint that records none): what a fine-tune from those weights keeps, as :func:`recipe_of` the
+    composites. :class:`TrainError` (one line) for an unreadable checkpoint."""
+    try:
+        return checkpoint_margin_px(read_checkpoint(Path(checkpoint)))
+    except CheckpointError as e:
+        raise TrainError(str(e)) from None
 
 
 def segmentation_loss(logits: torch.Tensor, target: torch.Tensor, dice_weight: float,
