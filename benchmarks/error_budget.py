@@ -35,8 +35,9 @@ from results_io import add_json_argument, display_path, write_results
 from sphere_context import hits
 from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation_condition
 
-from grasp_s2r.agent import SegmenterMasks, default_controller_path
+from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control.policy import Policy
+from grasp_s2r.learner import SegmenterMasks
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRecord, EpisodeRequest

@@ -36,9 +36,10 @@ from torch import nn
 from validation import add_episode_arguments, check_episode_arguments, validate
 
 import grasp_s2r.runtime.pool as pool_module
-from grasp_s2r.agent import default_controller_path, learner_step
+from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.control.wrist_geometry import TCP_INDEX
+from grasp_s2r.learner import learner_step
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.sim.config import control_env_config

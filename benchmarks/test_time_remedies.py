@@ -44,8 +44,9 @@ from results_io import add_json_argument, write_results
 from unseen_tables import METRICS, VIEW_SEED_BASE, VIEWS, photo_table_views
 from validation import UNSEEN_TABLE, validate
 
-from grasp_s2r.agent import SegmenterMasks, default_controller_path
+from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control.policy import Policy
+from grasp_s2r.learner import SegmenterMasks
 from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
@@ -126,7 +127,7 @@ def conv_padding(mode: str) -> Callable[[Segmenter, np.ndarray], np.ndarray]:
 
 
 class RemedyMasks(SegmenterMasks):
-    """A mask source (``rollout.MaskSource``) that asks the segmenter through a remedy."""
+    """A mask source (``runtime.masks.MaskSource``) that asks the segmenter through a remedy."""
 
     def __init__(self, segmenter: Segmenter, remedy: Callable[[Segmenter, np.ndarray], np.ndarray]):
         super().__init__(segmenter)

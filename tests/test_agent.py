@@ -14,18 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from grasp_s2r.agent import (
-    AgentError,
-    GraspAgent,
-    SegmenterMasks,
-    fit_to_trained_view,
-    learner_step,
-)
+from grasp_s2r.agent import AgentError, GraspAgent, fit_to_trained_view
 from grasp_s2r.control import seeds
 from grasp_s2r.control.memory import episode_memory_features
 from grasp_s2r.control.policy import Policy, PolicyConfig
 from grasp_s2r.control.train import LabelSet, PolicyTrainConfig, fit
 from grasp_s2r.expert.fsm import Expert
+from grasp_s2r.learner import SegmenterMasks, learner_step
 from grasp_s2r.sim.config import CameraConfig, control_env_config
 from grasp_s2r.sim.env import GraspEnv
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path

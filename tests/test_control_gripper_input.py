@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from grasp_s2r.agent import AgentError, SegmenterMasks, learner_step
 from grasp_s2r.control.dagger import DaggerConfig
 from grasp_s2r.control.mixing import Mixture
 from grasp_s2r.control.policy import Policy, PolicyConfig
+from grasp_s2r.learner import AgentError, SegmenterMasks, learner_step
 from grasp_s2r.runtime.masks import GroundTruthMasks
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest

@@ -15,8 +15,8 @@ sys.path.insert(0, str(BENCH))
 import mask_variants  # benchmarks/ is not a package: imported from its folder
 
 import grasp_s2r.runtime.pool as pool_module
-from grasp_s2r.agent import learner_step
 from grasp_s2r.control.wrist_geometry import TCP_INDEX
+from grasp_s2r.learner import learner_step
 from grasp_s2r.sim.env import PROPRIO_NAMES
 
 

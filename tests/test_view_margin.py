@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grasp_s2r.agent import AgentError, GraspAgent, SegmenterMasks, default_controller_path
+from grasp_s2r.agent import AgentError, GraspAgent, default_controller_path
 from grasp_s2r.commands import train_vision
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy, trained_scene
+from grasp_s2r.learner import SegmenterMasks
 from grasp_s2r.runtime.conditions import CONDITIONS
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EXPERT, EpisodeRequest

@@ -13,10 +13,11 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from grasp_s2r.agent import AgentError, GraspAgent, SegmenterMasks
+from grasp_s2r.agent import AgentError, GraspAgent
 from grasp_s2r.cli import main
 from grasp_s2r.configs import to_dict
 from grasp_s2r.control.policy import Policy, PolicyConfig
+from grasp_s2r.learner import SegmenterMasks
 from grasp_s2r.runtime.masks import make_mask_source, mask_source_identity
 from grasp_s2r.vision.images.augment import AugmentConfig
 from grasp_s2r.vision.images.backgrounds import load_backgrounds

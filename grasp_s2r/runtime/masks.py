@@ -9,8 +9,8 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from grasp_s2r.agent import SegmenterMasks
 from grasp_s2r.files import file_sha256
+from grasp_s2r.learner import SegmenterMasks
 
 MaskInput = Literal["predicted", "gt"]
 """The controller's input mask: the segmenter's prediction or the ground truth."""
@@ -44,7 +44,7 @@ class GroundTruthMasks:
 
 
 class PredictedMasks(SegmenterMasks):
-    """The segmenter's masks (``agent.SegmenterMasks``): one batched forward pass over all workers' images."""
+    """The segmenter's masks (``learner.SegmenterMasks``): one batched forward pass over all workers' images."""
 
     def __init__(self, segmenter: Any, checkpoint: Path | None = None):
         super().__init__(segmenter)

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 from tqdm import tqdm
 
-from grasp_s2r.agent import learner_step, reads_gripper, reads_memory
 from grasp_s2r.control.memory import EpisodeMemory
 from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
 from grasp_s2r.control.wrist_geometry import PreviousFrame
 from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
 from grasp_s2r.interrupts import children_ignore_interrupts
+from grasp_s2r.learner import learner_step, reads_gripper, reads_memory
 from grasp_s2r.runtime.masks import MaskSource
 from grasp_s2r.runtime.records import (
     DROPOUT_STREAM,
@@ -196,7 +196,7 @@ class RolloutPool:
             rgb = np.stack([obs[w][segmenter_rgb] for w in ids])
             gt = np.stack([obs[w]["sphere_mask"] for w in ids])
             proprio = np.stack([obs[w]["proprio"] for w in ids])
-            # the learner's step, the one GraspAgent runs (agent.learner_step): one batched segmenter call (if
+            # the learner's step, the one GraspAgent runs (learner.learner_step): one batched segmenter call (if
             # predicted) and one controller call for all workers
             blank = np.array([active[w].actor.blanks(active[w].length) or active[w].length in active[w].dropout_steps
                               for w in ids])
