@@ -70,14 +70,13 @@ class _Labeller:
 def _observation(env: GraspEnv, labeller: _Labeller, hooks: EpisodeHooks, result: Any) -> dict[str, Any]:
     """The step's observation: the view's rgb and masks; with a margin (``GraspEnv.set_view_margin``) also the
     whole frame's rgb, ``segmenter_rgb``, what a segmenter trained with that margin reads."""
-    frame = result.frame
+    frame, m = result.frame, result.frame.margin_px
     rgb, gt = hooks.observe(frame)
-    wide = {}
-    if frame.margin_px:
-        wide = {"segmenter_rgb": rgb}
-        rgb, gt = (np.ascontiguousarray(crop_margin(a, frame.margin_px)) for a in (rgb, gt))
+    gripper, wide = frame.gripper_mask, {"segmenter_rgb": rgb} if m else {}
+    if m:
+        rgb, gt, gripper = (np.ascontiguousarray(crop_margin(a, m)) for a in (rgb, gt, gripper))
     return {
-        "rgb": rgb, "sphere_mask": gt, "gripper_mask": frame.view().gripper_mask, "proprio": result.proprio, **wide,
+        "rgb": rgb, "sphere_mask": gt, "gripper_mask": gripper, "proprio": result.proprio, **wide,
         **labeller.label(env), "state": env.get_state(), "success": bool(result.success),
         "done": bool(result.terminated or result.truncated),
     }
