@@ -2,7 +2,8 @@
 and in the validation episodes on tables never seen.
 
     python benchmarks/border_spheres.py SEGMENTER [SEGMENTER ...] --photos VAL-PHOTOS [--views 1200]
-        [--episodes 300] [--remedies 'borders mirrored, 8 px;...'] [--margins 8,16] [--workers 2] [--save]
+        [--episodes 300] [--remedies 'borders mirrored, 8 px;...'] [--margins 8,16] [--picture PNG] [--workers 2]
+        [--save]
 
 Each ``SEGMENTER`` is a checkpoint (``shipped``: the shipped weights); one trained on the view seen beyond its edge
 (``train-vision --margin-px``) reads the same views seen that far, its mask kept on the view, in the episodes too
@@ -26,6 +27,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import cv2
 import numpy as np
 import torch
 from results_io import add_json_argument, require_checkpoints, write_results
@@ -33,6 +35,7 @@ from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation
 
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy, trained_scene
+from grasp_s2r.drawing import evenly_spaced, image_rows, overlay_tile, save_figure
 from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
@@ -97,6 +100,29 @@ def episode_split(records) -> dict[str, dict]:
     return out
 
 
+def picture(rgb: np.ndarray, gt: np.ndarray, preds: dict[str, np.ndarray], wide: dict[str, np.ndarray], path: Path,
+            n: int = 10) -> Path | None:
+    """``n`` views whose small sphere (< 6 px) the border cuts, in columns: the view, then a row a segmenter of its
+    mask over the view (TP green, FP red, FN blue), and for one that reads beyond the view (``wide``: its frames) a
+    row of what it saw, the view's edge drawn in white. None (nothing written) where no view has such a sphere."""
+    cut = np.flatnonzero(at_border(gt) & gt.any(axis=(1, 2)) & (mask_width_px(gt) < SMALL_SPHERE_PX))
+    if not len(cut):
+        return None
+    pick = cut[evenly_spaced(len(cut), n)]
+    rows: dict[str, list[np.ndarray]] = {"view": [rgb[i] for i in pick]}
+    for name, pred in preds.items():
+        label = Path(name).parent.name or name  # a run folder's name, or "shipped"
+        if name in wide:
+            m = (wide[name].shape[1] - rgb.shape[1]) // 2
+            rows[f"{label}: its frame"] = [cv2.rectangle(wide[name][i].copy(), (m - 1, m - 1),
+                                                         (wide[name].shape[2] - m, wide[name].shape[1] - m),
+                                                         (255, 255, 255), 1) for i in pick]
+        rows[label] = [overlay_tile(rgb[i], pred[i], gt[i]) for i in pick]
+    fig = image_rows(rows, suptitle=f"small spheres (< {SMALL_SPHERE_PX:g} px) at the border: found (green) or missed "
+                                    f"(blue); red: false detection ({len(pick)} of the {len(cut)} such views)")
+    return save_figure(fig, path)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("segmenters", nargs="+", help="checkpoints (shipped: the shipped weights)")
@@ -110,6 +136,8 @@ def main() -> int:
     p.add_argument("--margins", default="",
                    help="comma-separated pixel margins: frames-only rows of the shipped segmenter on the same views "
                         "seen that far beyond each edge, its mask on the frame's own pixels")
+    p.add_argument("--picture", type=Path, default=None,
+                   help="write a PNG of views whose small sphere the border cuts: each segmenter's mask over them")
     add_json_argument(p, "border_spheres")
     args = p.parse_args()
     if not args.photos.is_dir():
@@ -142,8 +170,13 @@ def main() -> int:
 
     loaded = {name: Segmenter.load(path or default_checkpoint_path(), "cpu") for name, path in segmenters.items()}
     # a segmenter trained on the view and its margins (train-vision --margin-px) reads the views seen that far
-    rows = {name: {"frames": frame_split(beyond_border(seg, views_beyond(seg.margin_px), seg.margin_px)
-                                         if seg.margin_px else seg.predict(rgb), gt)} for name, seg in loaded.items()}
+    preds = {name: beyond_border(seg, views_beyond(seg.margin_px), seg.margin_px) if seg.margin_px
+             else seg.predict(rgb) for name, seg in loaded.items()}
+    rows = {name: {"frames": frame_split(pred, gt)} for name, pred in preds.items()}
+    if args.picture is not None:
+        wide = {name: views_beyond(seg.margin_px) for name, seg in loaded.items() if seg.margin_px}
+        drawn = picture(rgb, gt, preds, wide, args.picture)
+        print(f"picture: {drawn}" if drawn else "picture: no view has a small sphere at the border: none drawn")
     shipped = Segmenter.load(default_checkpoint_path(), "cpu")
     for r in remedies:
         pred = np.concatenate([REMEDIES[r](shipped, rgb[i:i + 64]) for i in range(0, len(rgb), 64)])

@@ -46,10 +46,13 @@ def test_a_run_with_a_margin_trains_on_the_wider_view_and_its_segmenter_reads_on
     # render the margins it reads
     out = tmp_path / "border.json"
     run = subprocess.run([sys.executable, str(BENCH / "border_spheres.py"), "shipped", str(tmp_path / "run" / "model.pt"),
-                          "--photos", str(photos), "--views", "10", "--episodes", "2", "--json", str(out)],
+                          "--photos", str(photos), "--views", "40", "--episodes", "2", "--json", str(out),
+                          "--picture", str(tmp_path / "border.png")],
                          check=False, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     rows = json.loads(out.read_text())["figures"]["rows"]
+    # (and a picture of the views whose small sphere the border cuts: 40 views of these photos hold some)
+    assert f"picture: {tmp_path / 'border.png'}" in run.stdout and (tmp_path / "border.png").stat().st_size > 0
     for name in ("shipped", str(tmp_path / "run" / "model.pt")):
         assert rows[name]["episodes"]["table-photo-unseen"]["episodes"] == 2
     with pytest.raises(TrainError, match="margin_px"):
