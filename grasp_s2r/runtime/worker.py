@@ -16,7 +16,7 @@ from grasp_s2r.interrupts import ignore_interrupts_in_child
 from grasp_s2r.runtime.conditions import Condition
 from grasp_s2r.runtime.episode_hooks import EpisodeHooks
 from grasp_s2r.runtime.records import HOOK_STREAM
-from grasp_s2r.sim.camera import crop_margin
+from grasp_s2r.sim.camera import Frame
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import GraspEnv
 
@@ -70,13 +70,13 @@ class _Labeller:
 def _observation(env: GraspEnv, labeller: _Labeller, hooks: EpisodeHooks, result: Any) -> dict[str, Any]:
     """The step's observation: the view's rgb and masks; with a margin (``GraspEnv.set_view_margin``) also the
     whole frame's rgb, ``segmenter_rgb``, what a segmenter trained with that margin reads."""
-    frame, m = result.frame, result.frame.margin_px
+    frame = result.frame
     rgb, gt = hooks.observe(frame)
-    gripper, wide = frame.gripper_mask, {"segmenter_rgb": rgb} if m else {}
-    if m:
-        rgb, gt, gripper = (np.ascontiguousarray(crop_margin(a, m)) for a in (rgb, gt, gripper))
+    view = Frame(rgb=rgb, sphere_mask=gt, gripper_mask=frame.gripper_mask, margin_px=frame.margin_px).view()
+    wide = {"segmenter_rgb": rgb} if frame.margin_px else {}
     return {
-        "rgb": rgb, "sphere_mask": gt, "gripper_mask": gripper, "proprio": result.proprio, **wide,
+        "rgb": view.rgb, "sphere_mask": view.sphere_mask, "gripper_mask": view.gripper_mask,
+        "proprio": result.proprio, **wide,
         **labeller.label(env), "state": env.get_state(), "success": bool(result.success),
         "done": bool(result.terminated or result.truncated),
     }
