@@ -36,6 +36,7 @@ from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.drawing import evenly_spaced, image_rows, overlay_tile, save_figure
+from grasp_s2r.learner import SegmenterMasks
 from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
@@ -58,7 +59,9 @@ def at_border(masks: np.ndarray, border_px: int = BORDER_PX) -> np.ndarray:
 
 def beyond_border(seg, rgb_wide: np.ndarray, margin_px: int) -> np.ndarray:
     """The mask bool (N, H, W) of a segmenter run on frames seen ``margin_px`` beyond each edge (uint8 (N, H + 2m,
-    W + 2m, 3)), kept on the frame's own central pixels (whole images at their own size, no tiling)."""
+    W + 2m, 3)), kept on the frame's own central pixels (whole images at their own size, no tiling): the shipped
+    network on wider frames than it was trained on, which ``Segmenter.predict`` would resize (a segmenter trained
+    with the margin reads them through ``SegmenterMasks``, as the episodes do)."""
     from grasp_s2r.vision.networks.model import to_input_tensor
 
     m = margin_px
@@ -170,14 +173,14 @@ def main() -> int:
 
     loaded = {name: Segmenter.load(path or default_checkpoint_path(), "cpu") for name, path in segmenters.items()}
     # a segmenter trained on the view and its margins (train-vision --margin-px) reads the views seen that far
-    preds = {name: beyond_border(seg, views_beyond(seg.margin_px), seg.margin_px) if seg.margin_px
-             else seg.predict(rgb) for name, seg in loaded.items()}
+    preds = {name: SegmenterMasks(seg)(views_beyond(seg.margin_px)) if seg.margin_px else seg.predict(rgb)
+             for name, seg in loaded.items()}  # SegmenterMasks: the wide frames in, the view's masks out (as episodes)
     rows = {name: {"frames": frame_split(pred, gt)} for name, pred in preds.items()}
     if args.picture is not None:
         wide = {name: views_beyond(seg.margin_px) for name, seg in loaded.items() if seg.margin_px}
         drawn = picture(rgb, gt, preds, wide, args.picture)
         print(f"picture: {drawn}" if drawn else "picture: no view has a small sphere at the border: none drawn")
-    shipped = Segmenter.load(default_checkpoint_path(), "cpu")
+    shipped = (loaded.get("shipped") or Segmenter.load(default_checkpoint_path(), "cpu")) if remedies or margins else None
     for r in remedies:
         pred = np.concatenate([REMEDIES[r](shipped, rgb[i:i + 64]) for i in range(0, len(rgb), 64)])
         rows[f"shipped, {r}"] = {"frames": frame_split(pred, gt)}
