@@ -98,10 +98,10 @@ def test_the_agent_brings_images_to_the_segmenters_wider_view_and_returns_the_vi
     assert (cam.width_px, cam.height_px) == (80, 80) and cam.fov_deg > agent.camera.fov_deg
     # a camera of the widened field of view at twice the resolution
     step = agent.act(np.full((160, 160, 3), 90, np.uint8), [0.0, 0.0, 0.2, 0.04, 0.0])
-    step_vfov = GraspAgent(segmenter=margin_segmenter, policy=policy, env=trained_scene(blob),
+    wide_camera = GraspAgent(segmenter=margin_segmenter, policy=policy, env=trained_scene(blob),
                            camera_vfov_deg=cam.fov_deg)
     assert step.image.shape == (80, 80, 3) and step.mask.shape == (64, 64)
-    assert step_vfov.act(np.zeros((80, 80, 3), np.uint8), [0.0, 0.0, 0.2, 0.04, 0.0]).mask.shape == (64, 64)
+    assert wide_camera.act(np.zeros((80, 80, 3), np.uint8), [0.0, 0.0, 0.2, 0.04, 0.0]).mask.shape == (64, 64)
     # a camera that sees only the trained view lacks the margins the segmenter reads
     narrow = GraspAgent(segmenter=margin_segmenter, policy=policy, env=trained_scene(blob),
                         camera_vfov_deg=agent.camera.fov_deg)
