@@ -2,7 +2,7 @@
 shipped system, on validation episodes.
 
     python benchmarks/target_colour.py --photos DIR [--rows off,30,45] [--condition table-photo-unseen]
-        [--episodes 300] [--save]
+        [--episodes 300] [--picture PNG] [--save]
 
 A user knows the object the robot is to grasp, its colour as well as its size. Each episode's sphere colour (its
 albedo, ``EpisodeParams.sphere_rgb``, drawn from the episode's seed) is the target's colour a user would name. Each
@@ -14,7 +14,9 @@ The sim renders under white light, so the rendered sphere keeps its albedo's hue
 real camera's white balance moves it by some degrees, which the tolerance is for. Every row runs with one env process
 (an episode's steps then depend on it alone, as in ``blob_size.py``) and prints the episodes it grasps that the first
 row does not (won) and the other way (lost). Also counts, over the first row's episodes, the hue distance of every
-blob on the sphere and of every lure. ``DIR``: validation photos, never the held-out ones. Writes
+blob on the sphere and of every lure. ``--picture PNG``: up to 4 episodes the second row loses, each run again
+recorded under the first row's filter and the second's: two strips of 10 frames an episode, the controller's mask
+over them (green on the sphere, red elsewhere, blue the sphere missed). ``DIR``: validation photos, never the held-out ones. Writes
 ``runs/benchmarks/target_colour.json`` (``--save``: ``benchmarks/results/``).
 """
 
@@ -29,6 +31,7 @@ import numpy as np
 import torch
 from blob_size import filter_class, looks
 from results_io import add_json_argument, write_results
+from table_photo_failures import episode_strip
 from validation import (
     UNSEEN_CONDITIONS,
     VALIDATION_BASE,
@@ -42,6 +45,7 @@ from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control.parallax import SHIPPED, ParallaxFilter
 from grasp_s2r.control.policy import Policy
 from grasp_s2r.control.wrist_geometry import GRIPPER_CLOSED_INDEX
+from grasp_s2r.drawing import write_png
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.runtime.records import EpisodeRequest
@@ -154,6 +158,26 @@ def hue_table(recs, hues: list[float]) -> dict:
     return {"bins_deg": list(HUE_BINS_DEG), "sphere": on.tolist(), "lure": off.tolist()}
 
 
+def lost_picture(pool, requests, policy, tap, hues, classes, lost_seeds, path: Path) -> Path:
+    """The strips of up to 4 episodes lost by the second row: under the first row's filter, then the second's."""
+    picked = [r for r in requests if r.seed in set(lost_seeds[:4])]
+    strips = {}
+    for cls in classes[:2]:
+        picked_hues = [hues[requests.index(r)] for r in picked]
+        with filter_class(targeted(cls, picked_hues, tap)):
+            recs = pool.run(picked, policy, tap, record=lambda i: True, parallax=SHIPPED)
+        for r in recs:
+            strips.setdefault(r.request.seed, []).append(episode_strip(r, frames=10))
+    rows = []
+    for seed in sorted(strips):
+        for strip in strips[seed]:
+            rows += [strip, np.full((3, strip.shape[1], 3), 255, np.uint8)]
+        rows.append(np.full((12, rows[-1].shape[1], 3), 255, np.uint8))
+    width = max(r.shape[1] for r in rows)
+    rows = [np.pad(r, ((0, 0), (0, width - r.shape[1]), (0, 0)), constant_values=255) for r in rows]
+    return write_png(np.concatenate(rows[:-1]), path)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--photos", required=True, type=Path, help="a folder of validation photos (the unseen conditions)")
@@ -163,6 +187,8 @@ def main() -> int:
                                                      "tolerance in degrees (default off,30,45)")
     p.add_argument("--min-saturation", type=float, default=0.0,
                    help="blobs less saturated than this (of 255) are dropped too in the checked rows (default 0)")
+    p.add_argument("--picture", type=Path, default=None,
+                   help="a PNG of the episodes the second row loses, under both rows' filters")
     add_json_argument(p, "target_colour")
     args = p.parse_args()
     check_episode_arguments(args, "target_colour")
@@ -208,6 +234,9 @@ def main() -> int:
                 paired = f"   against the first row: {len(won)} won, {len(lost)} lost"
             print(f"{row:6s} {cond.name:20s} {format_rate(v['successes'], v['episodes'])}{paired}", flush=True)
             rows.append(v)
+        lost = rows[1]["paired_vs_first_row"]["lost"] if len(rows) > 1 else []
+        if args.picture and lost:
+            print(f"picture: {lost_picture(pool, requests, policy, tap, hues, classes, lost, args.picture)}")
     write_results(args.json, "target_colour", {"photos": args.photos.name, "condition": cond.name,
                                                "episodes": args.episodes, "min_saturation": args.min_saturation,
                                                "blobs_by_hue": table, "rows": rows}, args)
