@@ -14,7 +14,7 @@ The sim renders under white light, so the rendered sphere keeps its albedo's hue
 real camera's white balance moves it by some degrees, which the tolerance is for. Every row runs with one env process
 (an episode's steps then depend on it alone, as in ``blob_size.py``) and prints the episodes it grasps that the first
 row does not (won) and the other way (lost). Also counts, over the first row's episodes, the hue distance of every
-blob on the sphere and of every lure. ``--picture PNG``: up to 4 episodes the second row loses, each run again
+blob on the sphere and of every lure. ``--picture PNG``: up to 3 episodes the second row loses, each run again
 recorded under the first row's filter and the second's: two strips of 10 frames an episode, the controller's mask
 over them (green on the sphere, red elsewhere, blue the sphere missed). ``DIR``: validation photos, never the held-out ones. Writes
 ``runs/benchmarks/target_colour.json`` (``--save``: ``benchmarks/results/``).
@@ -143,8 +143,9 @@ def targeted(base: type[ParallaxFilter], hues: list[float], tap: FrameTap) -> ty
 
 
 def hue_table(recs, hues: list[float]) -> dict:
-    """Counts of the sphere's blobs and the lures (open gripper) by their hue distance from the target's."""
-    on, off = np.zeros(len(HUE_BINS_DEG) - 1, int), np.zeros(len(HUE_BINS_DEG) - 1, int)
+    """Counts of the sphere's blobs and the lures (open gripper) by their hue distance from the target's; the lures
+    of the failed episodes also apart."""
+    counts = {k: np.zeros(len(HUE_BINS_DEG) - 1, int) for k in ("sphere", "lure", "lure_failed_episodes")}
     for r, target in zip(recs, hues):
         s = r.arrays
         for rgb, mask, gt, pro in zip(s["rgb"], s["input_mask"], s["sphere_mask"], s["proprio"]):
@@ -154,20 +155,26 @@ def hue_table(recs, hues: list[float]) -> dict:
             d = hue_distance_deg(hue, target)
             for b in range(len(hue)):
                 k = np.searchsorted(HUE_BINS_DEG, d[b], side="right") - 1
-                (on if (gt & (labels == b + 1)).any() else off)[k] += 1
-    return {"bins_deg": list(HUE_BINS_DEG), "sphere": on.tolist(), "lure": off.tolist()}
+                on = bool((gt & (labels == b + 1)).any())
+                counts["sphere" if on else "lure"][k] += 1
+                if not on and not r.success:
+                    counts["lure_failed_episodes"][k] += 1
+    return {"bins_deg": list(HUE_BINS_DEG), **{k: v.tolist() for k, v in counts.items()}}
 
 
 def lost_picture(pool, requests, policy, tap, hues, classes, lost_seeds, path: Path) -> Path:
-    """The strips of up to 4 episodes lost by the second row: under the first row's filter, then the second's."""
-    picked = [r for r in requests if r.seed in set(lost_seeds[:4])]
+    """The strips of up to 3 episodes lost by the second row: under the first row's filter, then the second's (each
+    frame 2x)."""
+    picked = [r for r in requests if r.seed in set(lost_seeds[:3])]
     strips = {}
     for cls in classes[:2]:
         picked_hues = [hues[requests.index(r)] for r in picked]
         with filter_class(targeted(cls, picked_hues, tap)):
             recs = pool.run(picked, policy, tap, record=lambda i: True, parallax=SHIPPED)
         for r in recs:
-            strips.setdefault(r.request.seed, []).append(episode_strip(r, frames=10))
+            strip = episode_strip(r, frames=10)  # 3x: brought to 2x
+            strips.setdefault(r.request.seed, []).append(
+                cv2.resize(strip, (strip.shape[1] * 2 // 3, strip.shape[0] * 2 // 3), interpolation=cv2.INTER_AREA))
     rows = []
     for seed in sorted(strips):
         for strip in strips[seed]:
@@ -219,7 +226,7 @@ def main() -> int:
                 print("blobs by hue distance from the target (open gripper):")
                 for k in range(len(HUE_BINS_DEG) - 1):
                     print(f"  {HUE_BINS_DEG[k]:3d}-{HUE_BINS_DEG[k + 1]:3d} deg: sphere {table['sphere'][k]:5d}  "
-                          f"lure {table['lure'][k]:5d}")
+                          f"lure {table['lure'][k]:5d} (in failed episodes {table['lure_failed_episodes'][k]:4d})")
             v = success_counts(recs)
             v["success_by_episode"] = [bool(r.success) for r in recs]
             v["looks_by_episode"] = looks(built)
