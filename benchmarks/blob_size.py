@@ -32,18 +32,16 @@ import argparse
 import contextlib
 import itertools
 import sys
-from pathlib import Path
 
 import cv2
 import numpy as np
 import torch
 from results_io import add_json_argument, write_results
 from validation import (
-    UNSEEN_CONDITIONS,
     VALIDATION_BASE,
-    check_episode_arguments,
+    add_one_condition_arguments,
+    one_condition,
     success_counts,
-    validation_condition,
     won_lost,
 )
 
@@ -225,19 +223,16 @@ def _share(x: float | None) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--photos", required=True, type=Path, help="a folder of validation photos (the unseen conditions)")
-    p.add_argument("--condition", default="table-photo-unseen", help="validation condition (default table-photo-unseen)")
-    p.add_argument("--episodes", type=int, default=300, help="validation episodes (default 300)")
+    add_one_condition_arguments(p)
     p.add_argument("--rows", default="off,0.5/1.6,0/1.6,0.5/99/6,0.5/99/6/look",
                    help="comma-separated rows: off (the shipped filter), LO/HI[/MIN_PX[/look]] or stay+N (default "
                         "off,0.5/1.6,0/1.6,0.5/99/6,0.5/99/6/look)")
     add_json_argument(p, "blob_size")
     args = p.parse_args()
-    check_episode_arguments(args, "blob_size")
+    cond = one_condition(args, "blob_size")
     try:
         classes = [size_checked(r) for r in args.rows.split(",") if r]
-        cond = validation_condition(args.condition, str(args.photos) if args.condition in UNSEEN_CONDITIONS else None)
-    except (ValueError, KeyError) as e:
+    except ValueError as e:
         sys.exit(f"blob_size: {e}")
     torch.set_num_threads(1)
     env = control_env_config()

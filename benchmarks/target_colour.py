@@ -33,11 +33,10 @@ from blob_size import filter_class, looks
 from results_io import add_json_argument, write_results
 from table_photo_failures import episode_strip
 from validation import (
-    UNSEEN_CONDITIONS,
     VALIDATION_BASE,
-    check_episode_arguments,
+    add_one_condition_arguments,
+    one_condition,
     success_counts,
-    validation_condition,
     won_lost,
 )
 
@@ -187,9 +186,7 @@ def lost_picture(pool, requests, policy, tap, hues, classes, lost_seeds, path: P
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--photos", required=True, type=Path, help="a folder of validation photos (the unseen conditions)")
-    p.add_argument("--condition", default="table-photo-unseen", help="validation condition (default table-photo-unseen)")
-    p.add_argument("--episodes", type=int, default=300, help="validation episodes (default 300)")
+    add_one_condition_arguments(p)
     p.add_argument("--rows", default="off,30,45", help="comma-separated rows: off (the shipped filter) or a hue "
                                                      "tolerance in degrees (default off,30,45)")
     p.add_argument("--min-saturation", type=float, default=0.0,
@@ -198,11 +195,10 @@ def main() -> int:
                    help="a PNG of the episodes the second row loses, under both rows' filters")
     add_json_argument(p, "target_colour")
     args = p.parse_args()
-    check_episode_arguments(args, "target_colour")
+    cond = one_condition(args, "target_colour")
     try:
         classes = [hue_checked(r, args.min_saturation) for r in args.rows.split(",") if r]
-        cond = validation_condition(args.condition, str(args.photos) if args.condition in UNSEEN_CONDITIONS else None)
-    except (ValueError, KeyError) as e:
+    except ValueError as e:
         sys.exit(f"target_colour: {e}")
     torch.set_num_threads(1)
     env = control_env_config()

@@ -95,6 +95,28 @@ def add_episode_arguments(p: argparse.ArgumentParser, conditions: str) -> None:
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
 
 
+def add_one_condition_arguments(p: argparse.ArgumentParser) -> None:
+    """``--photos DIR`` (required), ``--condition`` (default ``table-photo-unseen``) and ``--episodes`` (default 300):
+    the options of a benchmark that runs rows of one validation condition with one env process;
+    :func:`one_condition` checks them."""
+    p.add_argument("--photos", required=True, type=Path, help="a folder of validation photos (the unseen conditions)")
+    p.add_argument("--condition", default=UNSEEN_TABLE, help=f"validation condition (default {UNSEEN_TABLE})")
+    p.add_argument("--episodes", type=int, default=300, help="validation episodes (default 300)")
+
+
+def one_condition(args: argparse.Namespace, prog: str) -> Condition:
+    """The condition of :func:`add_one_condition_arguments`' options; exits with a one-line message where they cannot
+    run."""
+    check_episode_arguments(args, prog)
+    try:
+        return validation_condition(args.condition, str(args.photos) if args.condition in UNSEEN_CONDITIONS else None)
+    except KeyError:
+        sys.exit(f"{prog}: --condition {args.condition!r} is not a validation condition; one of "
+                 f"{', '.join([*TRAIN_PHOTO_CONDITIONS, *UNSEEN_CONDITIONS])}")
+    except ValueError as e:
+        sys.exit(f"{prog}: {e}")
+
+
 def check_episode_arguments(args: argparse.Namespace, prog: str) -> None:
     """Exit with a one-line message where :func:`add_episode_arguments`' options cannot run."""
     if not args.photos.is_dir():
