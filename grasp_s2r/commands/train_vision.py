@@ -95,6 +95,8 @@ OPTIONS = (
            "per frame; 0.3 in the shipped segmenter's last fine-tune)", "data.distractor_prob", type=float),
     Option("--distractor-kinds", "the distractors' shapes, comma-separated, drawn uniformly", "data.distractor_kinds",
            convert=lambda text: parse_distractor_kinds(text), metavar="KIND,...", show=comma_text),
+    Option("--distractor-saturated", "share of the distractors in saturated colours (the others any colour, greys "
+           "included)", "data.distractor_saturated", type=float),
     Option("--near-blob-prob", "share of composites with 1-3 distractors beside the sphere (3-10 px from it)",
            "data.near_blob_prob", type=float),
     Option("--photo-blob-prob", "share of pasted-on backgrounds with sphere-sized textured blobs (flowers, spots)",

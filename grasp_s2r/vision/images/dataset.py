@@ -110,6 +110,9 @@ class DataConfig:
     """Share of pasted-on backgrounds (photo, texture, flat) that get 1-3 hard-negative distractors."""
     distractor_kinds: tuple[str, ...] = DISTRACTOR_KINDS
     """The distractors' shapes, drawn uniformly (:data:`synthetic.DISTRACTOR_KINDS`: all of them)."""
+    distractor_saturated: float = 0.7
+    """Share of the distractors drawn in saturated colours; the others take any colour, greys, dull and dark ones
+    included (1.0 with the kinds ``hole`` and ``specular`` left out: no grey negative, beside grey spheres)."""
     photo_blob_prob: float = 0.0
     """Share of pasted-on backgrounds that get 1-3 sphere-sized textured blobs (:func:`synthetic.add_photo_blobs`):
     the lures of real tables, flowers and spots, in the background's own grain."""
@@ -130,6 +133,8 @@ class DataConfig:
         if not 0.0 <= self.distractor_prob <= 1.0:
             raise ValueError(f"distractor_prob must be in [0, 1], got {self.distractor_prob}")
         check_distractor_kinds(self.distractor_kinds)
+        if not 0.0 <= self.distractor_saturated <= 1.0:
+            raise ValueError(f"distractor_saturated must be in [0, 1], got {self.distractor_saturated}")
         if not 0.0 <= self.photo_blob_prob <= 1.0:
             raise ValueError(f"photo_blob_prob must be in [0, 1], got {self.photo_blob_prob}")
         if not 0.0 <= self.near_blob_prob <= 1.0:
@@ -278,7 +283,8 @@ class CompositeDataset(Dataset):
         else:
             background = self._background(kind, rng if kind == "photo" else extra, index, frame.sphere_mask)
             if d.distractor_prob > 0 and extra.random() < d.distractor_prob:
-                background = add_distractors(background, extra, kinds=d.distractor_kinds)
+                background = add_distractors(background, extra, kinds=d.distractor_kinds,
+                                             saturated_share=d.distractor_saturated)
             if d.photo_blob_prob > 0:  # its own stream: the recipe without blobs is unchanged
                 blob_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 6, index])
                 if blob_rng.random() < d.photo_blob_prob:
@@ -290,7 +296,8 @@ class CompositeDataset(Dataset):
             near_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 7, index])
             if near_rng.random() < d.near_blob_prob:
                 rows, cols = np.nonzero(mask)
-                near = add_distractors(rgb, near_rng, kinds=d.distractor_kinds, around_px=(cols.mean(), rows.mean()))
+                near = add_distractors(rgb, near_rng, kinds=d.distractor_kinds, around_px=(cols.mean(), rows.mean()),
+                                       saturated_share=d.distractor_saturated)
                 rgb = np.where((mask | gripper)[..., None], rgb, near)  # lures lie on the table: behind both
         return rgb, mask, gripper, int(rng.integers(2**31))
 

@@ -230,10 +230,11 @@ def check_distractor_kinds(kinds: tuple[str, ...]) -> None:
 
 def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_count: int = 3,
                     kinds: tuple[str, ...] = DISTRACTOR_KINDS, around_px: tuple[float, float] | None = None,
-                    reach_px: tuple[float, float] = (3.0, 10.0)) -> np.ndarray:
+                    reach_px: tuple[float, float] = (3.0, 10.0), saturated_share: float = 0.7) -> np.ndarray:
     """A copy of ``background_rgb`` (uint8 (H, W, 3)) with 1 to ``max_count`` hard negatives drawn on it
-    (``kinds``, drawn uniformly from :data:`DISTRACTOR_KINDS` by default; often saturated colours, anywhere incl.
-    partly outside; anti-aliased). ``around_px`` (column, row): each one's centre ``reach_px`` away from that point
+    (``kinds``, drawn uniformly from :data:`DISTRACTOR_KINDS` by default; a share ``saturated_share`` of them in
+    saturated colours, the others in any colour, greys, dull and dark ones included; anywhere incl. partly outside;
+    anti-aliased). ``around_px`` (column, row): each one's centre ``reach_px`` away from that point
     instead, in a random direction (lures beside the sphere; specular dots stay scattered anywhere).
 
     Draw them before pasting the sphere, so the sphere's label stays exact (or restore the sphere's pixels after).
@@ -256,7 +257,7 @@ def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_co
         else:
             angle, reach = rng.uniform(0, 2 * np.pi), rng.uniform(*reach_px)
             c = (fx(around_px[0] + reach * np.cos(angle)), fx(around_px[1] + reach * np.sin(angle)))
-        colour = tuple(float(x) for x in _random_colour(rng, saturated=rng.random() < 0.7))
+        colour = tuple(float(x) for x in _random_colour(rng, saturated=rng.random() < saturated_share))
         if kind == "ring":
             cv2.circle(out, c, fx(rng.uniform(2.5, 15)), colour, int(rng.integers(1, 4)), cv2.LINE_AA, _SHIFT)
         elif kind == "disc":
