@@ -241,3 +241,26 @@ def test_distractors_beside_the_sphere_keep_its_pixels_and_label():
         elif not mask0.any():
             assert not changed.any()  # no sphere, nothing beside it
     assert changed_any >= 4
+
+
+def test_distractor_saturated_share_sets_how_many_are_grey():
+    """On a mid-grey surface, the distractors' pixels (the shapes without holes and specular dots): at share 1 every
+    changed image holds saturated pixels; at share 0 most hold none above the saturated draws' floor; the default
+    (0.7) draws as before."""
+    grey = np.full((64, 64, 3), 128, np.uint8)
+    kinds = ("ring", "disc", "ellipse", "rect", "line")
+
+    def most_saturated(out: np.ndarray) -> float:
+        changed = np.any(out != grey, axis=2)
+        return float(cv2.cvtColor(out, cv2.COLOR_RGB2HSV)[..., 1][changed].max()) if changed.any() else -1.0
+
+    sat1 = [most_saturated(add_distractors(grey, _rng(s), max_count=1, kinds=kinds, saturated_share=1.0))
+            for s in range(60)]
+    sat0 = [most_saturated(add_distractors(grey, _rng(s), max_count=1, kinds=kinds, saturated_share=0.0))
+            for s in range(60)]
+    drawn1 = [v for v in sat1 if v >= 0]
+    assert len(drawn1) >= 40 and min(drawn1) >= 0.55 * 255
+    assert np.mean([0 <= v < 0.55 * 255 for v in sat0]) > 0.3
+    for seed in range(10):
+        np.testing.assert_array_equal(add_distractors(grey, _rng(seed)),
+                                      add_distractors(grey, _rng(seed), saturated_share=0.7))
