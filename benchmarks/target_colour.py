@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from blob_size import filter_class, looks
 from results_io import add_json_argument, write_results
+from sphere_context import mean_hue_deg
 from table_photo_failures import episode_strip
 from validation import (
     VALIDATION_BASE,
@@ -56,24 +57,19 @@ HUE_BINS_DEG = (0, 10, 20, 30, 45, 60, 90, 181)
 
 
 def albedo_hue_deg(rgb01) -> float:
-    """Hue in degrees [0, 360) of an RGB colour in [0, 1]."""
+    """Hue in degrees [0, 360) of an RGB colour in [0, 1] (OpenCV's HSV, 2 degrees a unit, as the frames')."""
     px = np.clip(np.asarray(rgb01, dtype=np.float64) * 255 + 0.5, 0, 255).astype(np.uint8).reshape(1, 1, 3)
-    return float(cv2.cvtColor(px, cv2.COLOR_RGB2HSV_FULL)[0, 0, 0]) * 360.0 / 256.0
+    return float(cv2.cvtColor(px, cv2.COLOR_RGB2HSV)[0, 0, 0]) * 2.0
 
 
 def blob_hues(mask: np.ndarray, rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(labels (H, W), hue_deg (B,), saturation (B,) of 255) of the mask's blobs (8-connected): each blob's
-    saturation-weighted circular mean hue and its mean saturation, over its pixels in ``rgb``."""
+    """(labels (H, W), hue_deg (B,) in [0, 360), saturation (B,) of 255) of the mask's blobs (8-connected): each
+    blob's saturation-weighted circular mean hue (``sphere_context.mean_hue_deg``) and mean saturation in ``rgb``."""
     n, labels = cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)
-    hsv = cv2.cvtColor(np.ascontiguousarray(rgb, dtype=np.uint8), cv2.COLOR_RGB2HSV_FULL).astype(np.float64)
-    ang, sat = hsv[..., 0] * 2 * np.pi / 256.0, hsv[..., 1]
-    hue, mean_sat = np.zeros(n - 1), np.zeros(n - 1)
-    for b in range(1, n):
-        on = labels == b
-        w = sat[on] + 1e-6
-        hue[b - 1] = np.degrees(np.arctan2((w * np.sin(ang[on])).sum(), (w * np.cos(ang[on])).sum())) % 360.0
-        mean_sat[b - 1] = sat[on].mean()
-    return labels, hue, mean_sat
+    hsv = cv2.cvtColor(np.ascontiguousarray(rgb, dtype=np.uint8), cv2.COLOR_RGB2HSV).astype(np.float32)
+    blobs = [labels == b for b in range(1, n)]
+    hue = np.array([mean_hue_deg(hsv, on) % 360.0 for on in blobs])
+    return labels, hue, np.array([hsv[on, 1].mean() for on in blobs])
 
 
 def hue_distance_deg(a, b) -> np.ndarray:
@@ -165,9 +161,9 @@ def lost_picture(pool, requests, policy, tap, hues, classes, lost_seeds, path: P
     """The strips of up to 3 episodes lost by the second row: under the first row's filter, then the second's (each
     frame 2x)."""
     picked = [r for r in requests if r.seed in set(lost_seeds[:3])]
+    picked_hues = [hues[requests.index(r)] for r in picked]
     strips = {}
     for cls in classes[:2]:
-        picked_hues = [hues[requests.index(r)] for r in picked]
         with filter_class(targeted(cls, picked_hues, tap)):
             recs = pool.run(picked, policy, tap, record=lambda i: True, parallax=SHIPPED)
         for r in recs:
