@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tables_render import load, loaded_runs, md_table, not_measured, provenance, versioned_rows
+from tables_render import load, loaded_runs, md_table, not_measured, provenance, provenances, versioned_rows
 
 from grasp_s2r.stats import format_difference, format_rate
 from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table
@@ -123,7 +123,7 @@ def expert_search_table(d: Path) -> str:
     share = f"{first}/{searched} ({100 * first / searched:.0f} %)" if searched else "–"
     rows.append(("searches that found the sphere while rising or heading for the spiral's first point", share, "–"))
     table = md_table(("scenario (`--scenario`)", "success (95 % CI)", "steps"), rows)
-    return table + "\n\n" + " ".join(provenance(f"bench_expert_search-{s}", res) for s, res in runs.items())
+    return table + "\n\n" + provenances((f"bench_expert_search-{s}", res) for s, res in runs.items()).lstrip()
 
 
 def pipeline_recipe_table(d: Path) -> str:
@@ -254,4 +254,4 @@ def val_suites_table(d: Path) -> str:
     return (md_table(("segmenter", *(f"{s}, {p}" for p, s in columns)), rows)
             + f"\n\nPrecision / recall / found / false detection, val split (validation seeds), "
             f"{', '.join(map(str, n))} images a suite; validation photos: {', '.join(f'`{p}`' for p in photos)} "
-            "(no candidate trained on them). " + " ".join(provenance(name, res) for name, res in loaded))
+            "(no candidate trained on them)." + provenances(loaded))

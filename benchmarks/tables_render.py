@@ -7,7 +7,7 @@ Percentages are rates x 100 with one decimal; every success rate keeps its 95 % 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,18 @@ def provenance(name: str, res: dict[str, Any]) -> str:
     that have changed since (:func:`weights_flag`)."""
     flag = weights_flag(res, name) if name in SHIPPED_READS else ""
     return f"Measured by `{command(name, res)}` ({measured_on(res)}{flag}; `benchmarks/results/{name}.json`)."
+
+
+def provenances(runs: Iterable[tuple[str, dict[str, Any]]]) -> str:
+    """:func:`provenance` of each (results file name, results) of a table: inline for one or two, else folded into
+    a ``<details>`` list (GitHub shows its summary line and opens it on a click), so that a table of many runs is
+    not followed by a wall of commands. Starts with a space or a blank line: it follows the caption's sentence."""
+    lines = [provenance(name, res) for name, res in runs]
+    if len(lines) <= 2:
+        return " " + " ".join(lines) if lines else ""
+    bullets = "\n".join(f"- {line}" for line in lines)
+    return (f"\n\n<details><summary>Measured by {len(lines)} runs: their commands, machines and dates</summary>\n\n"
+            f"{bullets}\n\n</details>")
 
 
 def not_measured(name: str) -> str:

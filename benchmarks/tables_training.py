@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tables_render import camera_label, load, md_table, not_measured, numbered_runs, provenance
+from tables_render import camera_label, load, md_table, not_measured, numbered_runs, provenance, provenances
 
 VARIANTS = (("bench_train_vision", "AMX"), ("bench_train_vision-noamx", "no AMX"))
 BUDGET_VARIANTS = (("train_vision_budget", "AMX"), ("train_vision_budget-noamx", "no AMX"))
@@ -41,7 +41,7 @@ def train_vision_speed_table(d: Path) -> str:
                  *(f"**{f['end_to_end']['speedup_images']:.1f}×** ({f['end_to_end']['speedup_pixels']:.1f}×)"
                    for f in figs)))
     header = ("figure", *(f"{label}: {res['figures']['cpu']['name']}" for _, label, res in loaded))
-    return md_table(header, rows) + "\n\n" + " ".join(provenance(name, res) for name, _, res in loaded)
+    return md_table(header, rows) + "\n\n" + provenances((name, res) for name, _, res in loaded).lstrip()
 
 
 def train_vision_budget_table(d: Path) -> str:
@@ -61,7 +61,7 @@ def train_vision_budget_table(d: Path) -> str:
                          f"**{s['val_score']:.3f}**" if key == "new" else f"{s['val_score']:.3f}", suites))
     table = md_table(("CPU", "budget", "settings", "steps", "wall time", "val score",
                       "precision / recall / false detections per suite"), rows)
-    return table + "\n\n" + " ".join(provenance(name, res) for name, _, res in loaded)
+    return table + "\n\n" + provenances((name, res) for name, _, res in loaded).lstrip()
 
 
 def crop_recipe_table(d: Path) -> str:
@@ -108,8 +108,8 @@ def sphere_look_table(d: Path) -> str:
     n = {res["figures"]["n_images"] for _, res in loaded}
     return (md_table(head, rows) + f"\n\nEach arm fine-tunes the shipped checkpoint for its steps (lr "
             f"{', '.join(f'{x:g}' for x in sorted(lr))}, batch 32) and is scored on the val split "
-            f"({', '.join(str(x) for x in sorted(n))} images a suite). "
-            + " ".join(provenance(name, res) for name, res in loaded))
+            f"({', '.join(str(x) for x in sorted(n))} images a suite)."
+            + provenances(loaded))
 
 
 
@@ -161,5 +161,5 @@ def segmenter_recipe_table(d: Path) -> str:
     episodes = {res["figures"]["episodes"] for _, res in loaded}
     return (md_table(("segmenter (+ controller, where not the shipped one)", *conditions, "mean"), rows)
             + f"\n\nSuccess in % (95 % CI), {', '.join(map(str, sorted(episodes)))} validation episodes a condition "
-            "(training photos, or the photos of the folder named, seeds no other run uses). "
-            + " ".join(provenance(name, res) for name, res in loaded))
+            "(training photos, or the photos of the folder named, seeds no other run uses)."
+            + provenances(loaded))

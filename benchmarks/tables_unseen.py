@@ -16,6 +16,7 @@ from tables_render import (
     not_measured,
     numbered_runs,
     provenance,
+    provenances,
     rate_ci,
     versioned_rows,
 )
@@ -94,8 +95,8 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
             + f"\n\nSuccess in % (95 % CI), {', '.join(map(str, episodes))} episodes a condition on the test parts (the right "
             f"{100 * (1 - f['tune_share']):.0f} % of each photo; adapted on the left {100 * f['tune_share']:.0f} %), "
             "the same episodes for both systems. Segmenters per frame, on photo-table views of the test parts: "
-            + "; ".join(dict.fromkeys(frames)) + "." + older + " "
-            + " ".join(provenance(name, res) for name, res in loaded))
+            + "; ".join(dict.fromkeys(frames)) + "." + older
+            + provenances(loaded))
 
 
 def own_scene_screen_table(d: Path) -> str:
@@ -180,7 +181,7 @@ def unseen_tables_table(d: Path) -> str:
     return (table + f"\n\nThe validation photos `{Path(f['photos']).name}` ({f['n_photos']}, trained on by none) as the "
             f"sim table: {f['views']} views a set (far: an episode's start and search heights, the sphere 2-4 px "
             f"wide; all: the training views' heights), and {f['episodes']} validation episodes (success in %, "
-            "95 % CI). " + " ".join(provenance(name, res) for name, res in loaded))
+            "95 % CI)." + provenances(loaded))
 
 
 def sphere_context_table(d: Path) -> str:
@@ -250,7 +251,7 @@ def error_budget_table(d: Path) -> str:
             f"{', '.join(map(str, sorted(episodes)))} validation episodes a cell (success in %, 95 % CI). The frames "
             "of a segmenter's own masks: in view = frames showing the sphere, found = share where the mask touches "
             "it, false blob = share of all frames with 3 or more mask pixels elsewhere, width = the sphere's median "
-            "width. " + " ".join(provenance(name, res) for name, res in loaded))
+            "width." + provenances(loaded))
 
 
 def _misses_text(misses: dict[str, dict]) -> str:

@@ -190,3 +190,22 @@ def test_a_gripper_head_counts_for_the_shipped_system_only_when_its_controller_r
     assert results_io.GRIPPER_HEAD in results_io.system_weights()
     assert results_io.changed_weights(recorded, results_io.system_weights()) == ["controller.pt",
                                                                                  results_io.GRIPPER_HEAD]
+
+
+def test_a_table_of_many_runs_folds_their_provenance_and_one_of_few_keeps_it_inline():
+    import tables_render
+
+    # GIVEN four tracked results files of one table
+    names = [f"segmenter_recipe-{i}" for i in (2, 3, 4, 5)]
+    runs = [(name, load_results(BENCH / "results" / f"{name}.json")) for name in names]
+    # WHEN two of them are the table's runs, THEN each "Measured by" follows the caption inline
+    few = tables_render.provenances(runs[:2])
+    assert few.startswith(" Measured by") and "<details>" not in few and few.count("Measured by") == 2
+    # WHEN four are, THEN they fold into one <details> block after a blank line, one item a run, each naming its file
+    many = tables_render.provenances(runs)
+    assert many.startswith("\n\n<details><summary>Measured by 4 runs")
+    assert many.endswith("\n\n</details>")
+    items = [line for line in many.splitlines() if line.startswith("- Measured by")]
+    assert [name for name in names if any(f"results/{name}.json" in item for item in items)] == names
+    assert len(items) == 4
+    assert tables_render.provenances([]) == ""
