@@ -26,6 +26,9 @@ def env_options(keep_camera_jitter: bool = False) -> tuple[Option, ...]:
                metavar="M", group=SCENE),
         Option("--max-steps", "step budget of an episode", "env.scene.max_episode_steps", type=positive_int,
                group=SCENE),
+        Option("--sphere-shadow", "draw the sphere's cast and contact shadows on the table (TinyRenderer draws none "
+               "for it; off: the scene the shipped figures were measured in)", sets={"env.camera.sphere_shadow": True},
+               group=SCENE),
         Option("--no-randomization", "nominal colours, light and camera mount (domain randomization off)"
                if not keep_camera_jitter else "nominal colours, light and arm start (domain randomization off; the "
                "camera jitter is --camera-jitter-mm / --camera-jitter-deg)", sets=off, group=SCENE),

@@ -45,6 +45,9 @@ OPTIONS = (
            "in the image as the camera moves are dropped, and those at a table point the gripper closed over 6 times; a "
            "sphere held in the closed gripper, or lost for a frame just under the open one, keeps its last mask; a "
            "rolling sphere's step is added to the controller's action; as GraspAgent does)", sets={"parallax": False}),
+    Option("--sphere-shadow", "draw the sphere's cast and contact shadows on the table in every condition "
+           "(TinyRenderer draws none for it; default: the scene the controller was trained in)",
+           sets={"sphere_shadow": True}),
     *backend_options("env processes"),
     Option("--device", "torch device", "device", type=torch_device, show=lambda d: d or "cuda when present, else cpu"),
     Option("--threads", "torch CPU threads", "torch_threads", type=positive_int),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,9 @@ class PolicyEvalConfig:
     parallax: bool = True
     """Drop the detections that stay put in the image as the camera moves (``control.parallax``), as
     ``GraspAgent`` does; False: the controller gets the segmenter's masks as they are."""
+    sphere_shadow: bool = False
+    """Draw the sphere's shadows in every condition's scene (``CameraConfig.sphere_shadow``); False: the scene the
+    controller was trained in, as it was."""
 
     def __post_init__(self) -> None:
         unknown = [c for c in self.conditions if c not in CONDITIONS]
@@ -105,6 +108,8 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     device = torch.device(cfg.device) if cfg.device else default_device()
     policy, ckpt = Policy.load(Path(cfg.policy), device)
     env_config = trained_scene(ckpt)
+    if cfg.sphere_shadow:
+        env_config = env_config.replace(camera=replace(env_config.camera, sphere_shadow=True))
     masks = make_mask_source(cfg.masks, cfg.vision, device)
     out = Path(cfg.out) if cfg.out else None
     if out is not None:

@@ -8,6 +8,7 @@ import numpy as np
 import pybullet as pb
 
 from grasp_s2r.sim.config import CameraConfig
+from grasp_s2r.sim.shadow import shade_sphere_shadow
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,13 @@ class WristCamera:
 
     def render(
         self, eye: np.ndarray, target: np.ndarray, up: np.ndarray, lighting: Lighting,
-        sphere_uid: int, robot_uid: int, gripper_links: tuple[int, ...],
+        sphere_uid: int, robot_uid: int, gripper_links: tuple[int, ...], sphere_radius_m: float = 0.0,
     ) -> Frame:
+        """The view from ``eye``; with ``cfg.sphere_shadow`` the sphere's shadows (radius ``sphere_radius_m``) drawn
+        on the table's pixels (every pixel neither the sphere's nor the robot's)."""
         view = pb.computeViewMatrix(list(eye), list(target), list(up))
         w, h = self.cfg.width_px, self.cfg.height_px
-        _, _, rgba, _, seg = pb.getCameraImage(
+        _, _, rgba, depth, seg = pb.getCameraImage(
             w, h, viewMatrix=view, projectionMatrix=self.projection,
             shadow=0, lightDirection=list(lighting.direction),
             lightAmbientCoeff=lighting.ambient, lightDiffuseCoeff=lighting.diffuse,
@@ -104,6 +107,14 @@ class WristCamera:
         )
         rgb = np.asarray(rgba, dtype=np.uint8).reshape(h, w, 4)[:, :, :3].copy()
         uid, link = decode_segmentation(np.asarray(seg).reshape(h, w))
+        if self.cfg.sphere_shadow:
+            if sphere_radius_m <= 0:
+                raise ValueError("sphere_shadow needs the sphere's radius (sphere_radius_m > 0)")
+            centre, _ = pb.getBasePositionAndOrientation(sphere_uid, physicsClientId=self.client)
+            table = (uid >= 0) & (uid != sphere_uid) & (uid != robot_uid)
+            rgb = shade_sphere_shadow(rgb, np.asarray(depth, dtype=np.float64).reshape(h, w), table, view,
+                                      self.projection, np.asarray(centre), sphere_radius_m,
+                                      np.asarray(lighting.direction), lighting.ambient, lighting.diffuse)
         return Frame(
             rgb=rgb,
             sphere_mask=uid == sphere_uid,

@@ -32,6 +32,9 @@ class CameraConfig:
     """Camera position in the palm frame (palm +z points from the flange towards the fingertips)."""
     look_at_palm_m: tuple[float, float, float] = (0.0, 0.0, 0.16)
     """Point in the palm frame the optical axis passes through (below the fingertips)."""
+    sphere_shadow: bool = False
+    """Draw the sphere's cast and contact shadows on the table (:mod:`grasp_s2r.sim.shadow`), which TinyRenderer's
+    shadow map does not draw for a sphere this small. Off: the scene every shipped figure was measured in."""
 
     def __post_init__(self) -> None:
         if self.width_px < 8 or self.height_px < 8:

@@ -218,7 +218,8 @@ class GraspEnv:
             palm_pos, palm_quat, self.config.camera,
             np.asarray(p.camera_mount_jitter_m), np.asarray(p.camera_look_jitter_m),
         )
-        frame = self.camera.render(eye, target, up, p.lighting, self.sphere_uid, self.robot.uid, GRIPPER_LINKS)
+        frame = self.camera.render(eye, target, up, p.lighting, self.sphere_uid, self.robot.uid, GRIPPER_LINKS,
+                                   self.config.scene.sphere_radius_m)
         return dataclasses.replace(frame, margin_px=self.margin_px) if self.margin_px else frame
 
     def proprio(self) -> np.ndarray:
