@@ -55,6 +55,8 @@ OPTIONS = (
     Option("--margin-px", "the camera sees M px more beyond each edge of the --image-size view (its field of view "
            "widened to match) and the network trains on the whole wider image, the view its middle; it then reads "
            "only such frames (0: the view itself)", "margin_px", type=non_negative_int, metavar="M"),
+    Option("--sphere-shadow", "render the sim views with the sphere's cast and contact shadows (TinyRenderer draws "
+           "none for it)", sets={"sphere_shadow": True}),
     Option("--seed", "seed of weights and composites", "seed", type=non_negative_int),
     Option("--val-every", "validate (and checkpoint) every N steps", "val_every", also=("checkpoint_every",),
            type=positive_int),

@@ -159,10 +159,12 @@ TRAINING_DATA = DataConfig(
 Evaluation composites keep ``DataConfig()`` (photos only, TinyRenderer's shading)."""
 
 
-def env_config_for(image_size_px: int, margin_px: int = 0) -> EnvConfig:
+def env_config_for(image_size_px: int, margin_px: int = 0, sphere_shadow: bool = False) -> EnvConfig:
     """The default scene with a square wrist camera of ``image_size_px``, seen ``margin_px`` beyond each edge
-    (``CameraConfig.widened``: an image of ``image_size_px + 2 margin_px``)."""
-    return EnvConfig(camera=CameraConfig(width_px=image_size_px, height_px=image_size_px).widened(margin_px))
+    (``CameraConfig.widened``: an image of ``image_size_px + 2 margin_px``), the sphere's shadows drawn with
+    ``sphere_shadow``."""
+    camera = CameraConfig(width_px=image_size_px, height_px=image_size_px, sphere_shadow=sphere_shadow)
+    return EnvConfig(camera=camera.widened(margin_px))
 
 
 class CompositeDataset(Dataset):

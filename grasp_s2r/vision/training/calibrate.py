@@ -140,7 +140,8 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.
         raise ValueError(f"calibration composites need a square input, got {segmenter.input_hw}")
     require_images(n_images, h * w, 256)
     margin = segmenter.margin_px
-    dataset = CompositeDataset(env_config=env_config_for(h - 2 * margin, margin), data=data,
+    shadow = bool(ckpt.get("config", {}).get("train", {}).get("sphere_shadow", False))  # the views it trained on
+    dataset = CompositeDataset(env_config=env_config_for(h - 2 * margin, margin, shadow), data=data,
                                backgrounds=load_backgrounds("train", backgrounds_dir), stream="val", seed=seed,
                                length=CALIBRATION_START + n_images)
     try:

@@ -100,7 +100,7 @@ def _write_curve_csv(history: list[dict[str, float]], path: Path) -> None:
 
 def _run_config(cfg: SegmenterTrainConfig, split: dict[str, list[str]]) -> dict[str, Any]:
     return {"format": VISION_RUN_FORMAT, "format_version": RUN_FORMAT_VERSION, "train": cfg.to_dict(),
-            "env": env_config_for(cfg.image_size_px, cfg.margin_px).to_dict(), "background_split": split}
+            "env": env_config_for(cfg.image_size_px, cfg.margin_px, cfg.sphere_shadow).to_dict(), "background_split": split}
 
 
 RUNTIME_FIELDS = ("steps", "workers")
@@ -261,7 +261,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     # make data: the on-the-fly training stream (crops, then whole images: composite i at step i // batch_size) in
     # the workers, started first so that they load while this process makes the fixed validation set (training
     # photos, other episode seeds)
-    env_cfg = env_config_for(cfg.image_size_px, cfg.margin_px)
+    env_cfg = env_config_for(cfg.image_size_px, cfg.margin_px, cfg.sphere_shadow)
     train_photos = load_backgrounds("train", backgrounds_dir, cfg.hold_out_photos)
     weights = photo_weights("train", backgrounds_dir, cfg.embedded_photo_share, cfg.hold_out_photos)
     mined = run_mined_crops(out_dir, cfg.init_checkpoint, train_photos, share=cfg.data.mined_crop_prob,

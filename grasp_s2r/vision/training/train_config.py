@@ -49,6 +49,9 @@ class SegmenterTrainConfig:
     """The camera sees this many pixels more beyond each edge of its ``image_size_px`` view
     (``CameraConfig.widened``), and the network reads and trains on the whole wider image (:attr:`input_px`), the
     view its middle: a sphere the view's edge cuts is whole in it. 0: the view itself."""
+    sphere_shadow: bool = False
+    """Render the sim views with the sphere's cast and contact shadows (``CameraConfig.sphere_shadow``); the
+    composites paste the sphere's pixels only, so it reaches the photo-table and sim-table views."""
     steps: int = 3000
     """Optimizer steps in total (a resumed run continues up to this)."""
     batch_size: int = 32
