@@ -19,6 +19,7 @@ from pathlib import Path
 
 import tables_prose as prose
 import tables_render as r
+import tables_scene as scene
 import tables_training as training
 import tables_unseen as unseen
 from results_io import REPO, RESULTS_DIR
@@ -62,6 +63,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "border_spheres": unseen.border_spheres_table,
     "parallax_filter": unseen.parallax_filter_table,
     "val_suites": prose.val_suites_table,
+    "sphere_shadow": scene.sphere_shadow_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")

@@ -59,6 +59,7 @@ COMMANDS = {
     "test_time_remedies": "python benchmarks/test_time_remedies.py --photos CORPUS/mate-backgrounds --save",
     "seen_tables": "python benchmarks/seen_tables.py --photos VAL-PHOTOS --out RUNS --save",
     "border_spheres": "python benchmarks/border_spheres.py shipped --photos VAL-PHOTOS --save",
+    "sphere_shadow": "python benchmarks/sphere_shadow.py --photos VAL-PHOTOS --save",
     "parallax_filter": "python benchmarks/parallax_filter.py --photos VAL-PHOTOS --votes 0,3,2 --save",
     "compare_gripper_input-gt": "python benchmarks/compare_gripper_input.py --masks gt --save",
     **{f"bench_expert_search-{s}": f"python benchmarks/bench_expert_search.py --scenario {s} --episodes {n} --save"
