@@ -17,9 +17,27 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+OMITTED_AT_DEFAULT = {"omitted_at_default": True}
+"""``field(metadata=...)`` of a field added after artifacts were written: :func:`to_dict` leaves it out while it holds
+its default (the value that reproduces those artifacts), so that a record written before it existed is the same
+config as one written since (the "same config?" checks compare records) and :func:`from_dict` reads it back."""
+
+
 def to_dict(cfg: Any) -> dict[str, Any]:
-    """A config dataclass as a dict (nested configs as dicts; tuples stay tuples until written as JSON)."""
-    return dataclasses.asdict(cfg)
+    """A config dataclass as a dict (nested configs as dicts; tuples stay tuples until written as JSON), without the
+    fields marked :data:`OMITTED_AT_DEFAULT` that hold their default."""
+    return _plain(cfg)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not (f.metadata.get("omitted_at_default") and getattr(value, f.name) == f.default)}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    return value
 
 
 def to_json(cfg: Any) -> dict[str, Any]:

@@ -97,3 +97,17 @@ def test_a_scene_without_the_option_renders_as_before_and_the_radius_is_required
     finally:
         env.close()
     assert EnvConfig().camera.sphere_shadow is False
+
+
+def test_a_record_made_before_the_option_is_the_same_scene_and_one_with_shadows_is_another():
+    from grasp_s2r.configs import differences, to_json
+
+    # GIVEN the scene's record as written before the field existed (today's, without the key)
+    scene = EnvConfig()
+    old = to_json(scene)
+    assert "sphere_shadow" not in old["camera"]
+    # THEN it reads back as the scene without shadows, and compares equal to it; with shadows it differs by the field
+    assert EnvConfig.from_dict(old) == scene
+    shadowed = to_json(_scene(True))
+    assert shadowed["camera"]["sphere_shadow"] is True and EnvConfig.from_dict(shadowed) == _scene(True)
+    assert differences(old, shadowed) == ['camera.sphere_shadow: stored "(none)", asked true']

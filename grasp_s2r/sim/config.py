@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from grasp_s2r.configs import from_dict, to_dict
+from grasp_s2r.configs import OMITTED_AT_DEFAULT, from_dict, to_dict
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class CameraConfig:
     """Camera position in the palm frame (palm +z points from the flange towards the fingertips)."""
     look_at_palm_m: tuple[float, float, float] = (0.0, 0.0, 0.16)
     """Point in the palm frame the optical axis passes through (below the fingertips)."""
-    sphere_shadow: bool = False
+    sphere_shadow: bool = field(default=False, metadata=OMITTED_AT_DEFAULT)
     """Draw the sphere's cast and contact shadows on the table (:mod:`grasp_s2r.sim.shadow`), which TinyRenderer's
     shadow map does not draw for a sphere this small. Off: the scene every shipped figure was measured in."""
 

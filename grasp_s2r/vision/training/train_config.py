@@ -4,14 +4,14 @@ what it minimizes (:func:`segmentation_loss` under the :func:`lr_factor` schedul
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch.nn import functional as F
 
-from grasp_s2r.configs import from_dict, to_dict
+from grasp_s2r.configs import OMITTED_AT_DEFAULT, from_dict, to_dict
 from grasp_s2r.vision.images.crops import CropConfig
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, DataConfig
 from grasp_s2r.vision.networks.anomaly import ANOMALY_WINDOWS_PX
@@ -49,7 +49,7 @@ class SegmenterTrainConfig:
     """The camera sees this many pixels more beyond each edge of its ``image_size_px`` view
     (``CameraConfig.widened``), and the network reads and trains on the whole wider image (:attr:`input_px`), the
     view its middle: a sphere the view's edge cuts is whole in it. 0: the view itself."""
-    sphere_shadow: bool = False
+    sphere_shadow: bool = field(default=False, metadata=OMITTED_AT_DEFAULT)
     """Render the sim views with the sphere's cast and contact shadows (``CameraConfig.sphere_shadow``); the
     composites paste the sphere's pixels only, so it reaches the photo-table and sim-table views."""
     steps: int = 3000
