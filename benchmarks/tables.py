@@ -4,8 +4,8 @@
     python benchmarks/tables.py --check   # exit 1, naming each stale table, when the markdown differs from the JSON
 
 A table of :data:`TABLES` renders from its JSON file(s) only: measured tables through the functions of
-``tables_render.py`` (each row or caption names the command that measures it, success rates keep their 95 %
-interval). A table whose JSON is missing says so and names the command. Figures of past runs that cannot be
+``tables_render.py`` and its kin (``tables_prose``, ``_training``, ``_unseen``, ``_scene``), built of the pieces of
+``tables_base.py`` (each row or caption names the command that measures it, success rates keep their 95 % interval). A table whose JSON is missing says so and names the command. Figures of past runs that cannot be
 re-measured here are not rendered: they are history, in CHANGELOG.md.
 """
 

@@ -1,7 +1,7 @@
 """Renderers of ``tables.py`` for figures the docs give in sentences (or example output), not tables.
 
 Each takes the results folder and returns markdown without surrounding newlines, from ``benchmarks/results/*.json``
-only, each with :func:`tables_render.provenance`.
+only, each with :func:`tables_base.provenance`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tables_render import load, loaded_runs, md_table, not_measured, provenance, provenances, versioned_rows
+from tables_base import load, loaded_runs, md_table, not_measured, provenance, provenances, versioned_rows
 
 from grasp_s2r.stats import format_difference, format_rate
 from grasp_s2r.vision.evaluation.metrics import format_suite_table, format_table

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tables_render import loaded_runs, md_table, not_measured, provenances, rate_ci
+from tables_base import loaded_runs, md_table, not_measured, provenances, rate_ci
 
 
 def sphere_shadow_table(d: Path) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tables_render import camera_label, load, md_table, not_measured, numbered_runs, provenance, provenances
+from tables_base import camera_label, load, md_table, not_measured, numbered_runs, provenance, provenances
 
 VARIANTS = (("bench_train_vision", "AMX"), ("bench_train_vision-noamx", "no AMX"))
 BUDGET_VARIANTS = (("train_vision_budget", "AMX"), ("train_vision_budget-noamx", "no AMX"))

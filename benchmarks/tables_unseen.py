@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from results_io import changed_weights, system_weights
-from tables_render import (
+from tables_base import (
     camera_label,
     cpu_name,
     load,

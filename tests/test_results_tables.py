@@ -138,7 +138,7 @@ def test_readme_flags_figures_of_the_shipped_system_once_its_weights_change(tmp_
 
 def test_docs_tables_of_shipped_weights_are_flagged_by_the_files_they_read(tmp_path, monkeypatch):
     import results_io
-    import tables_render
+    import tables_base
 
     # GIVEN the tracked results of benchmarks that measure shipped weights, and a copy of the weights they were
     # measured with
@@ -150,7 +150,7 @@ def test_docs_tables_of_shipped_weights_are_flagged_by_the_files_they_read(tmp_p
 
     def flagged() -> set[str]:
         return {name for name, res in loaded.items()
-                if "other shipped weights" in tables_render.provenance(name, res)}
+                if "other shipped weights" in tables_base.provenance(name, res)}
 
     assert flagged() == set()
     # WHEN the controller changes, THEN the tables of episodes of the shipped system say so, not the gripper head's
@@ -166,7 +166,7 @@ def test_docs_tables_of_shipped_weights_are_flagged_by_the_files_they_read(tmp_p
     assert flagged() == set(names)
     # a benchmark of candidates (its rows name their own weights) is never flagged
     other = load_results(BENCH / "results" / "unseen_tables-52.json")
-    assert "other shipped weights" not in tables_render.provenance("unseen_tables-52", other)
+    assert "other shipped weights" not in tables_base.provenance("unseen_tables-52", other)
 
 
 def test_a_gripper_head_counts_for_the_shipped_system_only_when_its_controller_reads_the_fingers(tmp_path,
@@ -193,19 +193,19 @@ def test_a_gripper_head_counts_for_the_shipped_system_only_when_its_controller_r
 
 
 def test_a_table_of_many_runs_folds_their_provenance_and_one_of_few_keeps_it_inline():
-    import tables_render
+    import tables_base
 
     # GIVEN four tracked results files of one table
     names = [f"segmenter_recipe-{i}" for i in (2, 3, 4, 5)]
     runs = [(name, load_results(BENCH / "results" / f"{name}.json")) for name in names]
     # WHEN two of them are the table's runs, THEN each "Measured by" follows the caption inline
-    few = tables_render.provenances(runs[:2])
+    few = tables_base.provenances(runs[:2])
     assert few.startswith(" Measured by") and "<details>" not in few and few.count("Measured by") == 2
     # WHEN four are, THEN they fold into one <details> block after a blank line, one item a run, each naming its file
-    many = tables_render.provenances(runs)
+    many = tables_base.provenances(runs)
     assert many.startswith("\n\n<details><summary>Measured by 4 runs")
     assert many.endswith("\n\n</details>")
     items = [line for line in many.splitlines() if line.startswith("- Measured by")]
     assert [name for name in names if any(f"results/{name}.json" in item for item in items)] == names
     assert len(items) == 4
-    assert tables_render.provenances([]) == ""
+    assert tables_base.provenances([]) == ""
