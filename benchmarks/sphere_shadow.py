@@ -20,7 +20,6 @@ in and with the sphere's shadows drawn, for the shipped segmenter and any checkp
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -33,12 +32,13 @@ from validation import add_one_condition_arguments, one_condition, validate
 
 from grasp_s2r.agent import default_controller_path
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.drawing import write_png
+from grasp_s2r.drawing import image_grid, overlay_tile, write_png
 from grasp_s2r.files import file_sha256
 from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.sim.config import EnvConfig, control_env_config
+from grasp_s2r.vision.evaluation.metrics import SMALL_SPHERE_PX, mask_width_px
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 
 NEAR_PX = 6
@@ -48,41 +48,37 @@ SCENES = ("no shadow", "shadow")
 
 
 def scene(shadow: bool) -> EnvConfig:
-    base = control_env_config()
-    return base.replace(camera=dataclasses.replace(base.camera, sphere_shadow=shadow))
+    """The controller's scene, with or without the sphere's shadows."""
+    return control_env_config().with_sphere_shadow(shadow)
 
 
 def per_frame(pred: np.ndarray, masks: np.ndarray) -> dict[str, float | int]:
     """Found below / from 6 px wide and false detections near the sphere / elsewhere, of predicted and true masks
     (bool (N, H, W))."""
     area = masks.sum((1, 2))
-    width_px = 2 * np.sqrt(area / np.pi)
+    width_px = mask_width_px(masks)
     found = (pred & masks).any((1, 2))
     near_zone = np.stack([cv2.dilate(m.astype(np.uint8), np.ones((2 * NEAR_PX + 1,) * 2, np.uint8)) > 0
                           for m in masks])
     outside = pred & ~masks
     false = outside.sum((1, 2)) >= 3
     elsewhere = false & (outside & ~near_zone).any((1, 2))
-    small, large = (area > 0) & (width_px < 6), (area > 0) & (width_px >= 6)
+    small, large = (area > 0) & (width_px < SMALL_SPHERE_PX), (area > 0) & (width_px >= SMALL_SPHERE_PX)
     share = (lambda sel: float(found[sel].mean()) if sel.any() else float("nan"))
     return {"found_small": share(small), "n_small": int(small.sum()), "found_large": share(large),
             "n_large": int(large.sum()), "false_near": float((false & ~elsewhere).mean()),
             "false_elsewhere": float(elsewhere.mean())}
 
 
-def picture(views: dict[bool, tuple[np.ndarray, np.ndarray]], preds: dict[bool, np.ndarray], path: Path,
-            n: int = 12, scale: int = 4) -> None:
-    """The first ``n`` views that show a sphere at least 4 px wide: without shadow (top), with (middle), the
-    shipped segmenter's mask on the shadowed view (bottom, green over the sphere, red elsewhere)."""
+def picture(views: dict[bool, tuple[np.ndarray, np.ndarray]], pred: np.ndarray, path: Path, n: int = 12,
+            scale: int = 4) -> None:
+    """The first ``n`` views that show a sphere at least 4 px wide: without shadow (top row), with (middle), and the
+    shipped segmenter's mask ``pred`` on the shadowed view (bottom, :func:`~grasp_s2r.drawing.overlay_tile`)."""
     rgb0, masks = views[False]
     rgb1 = views[True][0]
-    idx = [i for i in range(len(masks)) if 2 * np.sqrt(masks[i].sum() / np.pi) >= 4][:n]
-    tint = rgb1.copy()
-    tint[preds[True] & masks] = (0, 255, 0)
-    tint[preds[True] & ~masks] = (255, 0, 0)
-    up = (lambda a: np.kron(a, np.ones((scale, scale, 1), np.uint8)))
-    rows = [np.concatenate([up(a[i]) for i in idx], 1) for a in (rgb0, rgb1, tint)]
-    write_png(np.concatenate(rows, 0), path)
+    idx = np.flatnonzero(mask_width_px(masks) >= 4)[:n]
+    tiles = [*rgb0[idx], *rgb1[idx], *(overlay_tile(rgb1[i], pred[i], masks[i]) for i in idx)]
+    write_png(image_grid(tiles, columns=len(idx), scale=scale), path)
 
 
 def main() -> int:
@@ -115,19 +111,18 @@ def main() -> int:
                 rgb, masks = views[(shadow, name)]
                 pred = seg.predict(rgb)
                 cell[name] = per_frame(pred, masks)
-                if args.picture and not rows and name == "all":
-                    row.setdefault("_preds", {})[shadow] = pred
+                if args.picture and not rows and shadow and name == "all":
+                    shipped_pred = pred
                 f = cell[name]
                 print(f"{label:20s} {scene_name:9s} {name:4s} found {f['found_small']:.3f} / {f['found_large']:.3f}  "
                       f"false near {f['false_near']:.3f} elsewhere {f['false_elsewhere']:.3f}", flush=True)
-            if args.episodes:
-                with RolloutPool(scene(shadow), args.workers) as pool:
-                    cell["episodes"] = validate(pool, policy, make_mask_source("predicted", str(path), "cpu"),
-                                                [args.condition], args.episodes, label=f"{label} {scene_name}",
-                                                unseen_photos=str(args.photos))[args.condition]
+            with RolloutPool(scene(shadow), args.workers) as pool:
+                cell["episodes"] = validate(pool, policy, make_mask_source("predicted", str(path), "cpu"),
+                                            [args.condition], args.episodes, label=f"{label} {scene_name}",
+                                            unseen_photos=str(args.photos))[args.condition]
             row[scene_name] = cell
         if args.picture and not rows:
-            picture({s: views[(s, "all")] for s in (False, True)}, row.pop("_preds"), args.picture)
+            picture({s: views[(s, "all")] for s in (False, True)}, shipped_pred, args.picture)
             print(f"picture: {args.picture}")
         rows[label] = row
     write_results(args.json, "sphere_shadow", {

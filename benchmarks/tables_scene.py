@@ -27,7 +27,7 @@ def sphere_shadow_table(d: Path) -> str:
                              f"{every['found_small']:.3f} / {every['found_large']:.3f}",
                              (f"{(far['false_near'] + every['false_near']) / 2:.3f} / "
                               f"{(far['false_elsewhere'] + every['false_elsewhere']) / 2:.3f}"),
-                             rate_ci(c["episodes"]) if "episodes" in c else "-"))
+                             rate_ci(c["episodes"])))
     cond = ", ".join(f"`{c}`" for c in sorted(condition))
     columns = ("segmenter", "scene", "found, far (< 6 px)", "found, all views: < 6 / >= 6 px",
                "false det. near the sphere / elsewhere, both sets", f"{cond} (shipped controller)")

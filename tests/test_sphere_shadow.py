@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pybullet as pb
 import pytest
@@ -17,8 +15,7 @@ RADIUS_M = 0.00685
 
 
 def _scene(shadow: bool) -> EnvConfig:
-    base = EnvConfig()
-    return base.replace(camera=dataclasses.replace(base.camera, sphere_shadow=shadow))
+    return EnvConfig().with_sphere_shadow(shadow)
 
 
 def _close_view(env: GraspEnv, light: Lighting):

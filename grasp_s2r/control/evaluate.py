@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,7 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     policy, ckpt = Policy.load(Path(cfg.policy), device)
     env_config = trained_scene(ckpt)
     if cfg.sphere_shadow:
-        env_config = env_config.replace(camera=replace(env_config.camera, sphere_shadow=True))
+        env_config = env_config.with_sphere_shadow()
     masks = make_mask_source(cfg.masks, cfg.vision, device)
     out = Path(cfg.out) if cfg.out else None
     if out is not None:

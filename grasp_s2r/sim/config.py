@@ -210,6 +210,10 @@ class EnvConfig:
     def replace(self, **sections: Any) -> EnvConfig:
         return dataclasses.replace(self, **sections)
 
+    def with_sphere_shadow(self, on: bool = True) -> EnvConfig:
+        """This scene with the sphere's shadows drawn (``on``) or not (``CameraConfig.sphere_shadow``)."""
+        return self.replace(camera=dataclasses.replace(self.camera, sphere_shadow=on))
+
 
 CONTROL_CAMERA_JITTER_M = 0.001
 """Per-episode camera mount jitter of the controller's scene: a calibration tolerance."""

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from grasp_s2r.bounds import require_images
+from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.images.dataset import CompositeDataset, DataConfig, env_config_for, make_composites
 from grasp_s2r.vision.networks.segmenter import (
@@ -140,8 +141,9 @@ def calibrate_checkpoint(path: Path | str, *, n_images: int = CalibrationConfig.
         raise ValueError(f"calibration composites need a square input, got {segmenter.input_hw}")
     require_images(n_images, h * w, 256)
     margin = segmenter.margin_px
-    shadow = bool(ckpt.get("config", {}).get("train", {}).get("sphere_shadow", False))  # the views it trained on
-    dataset = CompositeDataset(env_config=env_config_for(h - 2 * margin, margin, shadow), data=data,
+    recorded = ckpt.get("config", {}).get("env")  # the scene its views were rendered in (shadows and all)
+    scene = EnvConfig.from_dict(recorded) if recorded else env_config_for(h - 2 * margin, margin)
+    dataset = CompositeDataset(env_config=scene, data=data,
                                backgrounds=load_backgrounds("train", backgrounds_dir), stream="val", seed=seed,
                                length=CALIBRATION_START + n_images)
     try:

@@ -56,7 +56,7 @@ from grasp_s2r.train_speed import (
 from grasp_s2r.vision.evaluation.metrics import pixel_metrics
 from grasp_s2r.vision.images.backgrounds import load_backgrounds, photo_weights, split_names
 from grasp_s2r.vision.images.crops import CropDataset, flatten_crops
-from grasp_s2r.vision.images.dataset import CompositeDataset, env_config_for, make_composites
+from grasp_s2r.vision.images.dataset import CompositeDataset, make_composites
 from grasp_s2r.vision.images.mined import run_mined_crops
 from grasp_s2r.vision.networks.model import build_model, count_parameters, to_input_tensor
 from grasp_s2r.vision.networks.segmenter import (
@@ -100,7 +100,7 @@ def _write_curve_csv(history: list[dict[str, float]], path: Path) -> None:
 
 def _run_config(cfg: SegmenterTrainConfig, split: dict[str, list[str]]) -> dict[str, Any]:
     return {"format": VISION_RUN_FORMAT, "format_version": RUN_FORMAT_VERSION, "train": cfg.to_dict(),
-            "env": env_config_for(cfg.image_size_px, cfg.margin_px, cfg.sphere_shadow).to_dict(), "background_split": split}
+            "env": cfg.env_config().to_dict(), "background_split": split}
 
 
 RUNTIME_FIELDS = ("steps", "workers")
@@ -261,7 +261,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     # make data: the on-the-fly training stream (crops, then whole images: composite i at step i // batch_size) in
     # the workers, started first so that they load while this process makes the fixed validation set (training
     # photos, other episode seeds)
-    env_cfg = env_config_for(cfg.image_size_px, cfg.margin_px, cfg.sphere_shadow)
+    env_cfg = cfg.env_config()
     train_photos = load_backgrounds("train", backgrounds_dir, cfg.hold_out_photos)
     weights = photo_weights("train", backgrounds_dir, cfg.embedded_photo_share, cfg.hold_out_photos)
     mined = run_mined_crops(out_dir, cfg.init_checkpoint, train_photos, share=cfg.data.mined_crop_prob,

@@ -12,8 +12,9 @@ import torch
 from torch.nn import functional as F
 
 from grasp_s2r.configs import OMITTED_AT_DEFAULT, from_dict, to_dict
+from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.vision.images.crops import CropConfig
-from grasp_s2r.vision.images.dataset import TRAINING_DATA, DataConfig
+from grasp_s2r.vision.images.dataset import TRAINING_DATA, DataConfig, env_config_for
 from grasp_s2r.vision.networks.anomaly import ANOMALY_WINDOWS_PX
 from grasp_s2r.vision.networks.model import ARCHITECTURES, PADDINGS, Architecture, Padding
 from grasp_s2r.vision.networks.segmenter import CheckpointError, checkpoint_margin_px, read_checkpoint
@@ -195,6 +196,11 @@ class SegmenterTrainConfig:
     def input_px(self) -> int:
         """The side of the network's input: the view and its margins."""
         return self.image_size_px + 2 * self.margin_px
+
+    def env_config(self) -> EnvConfig:
+        """The scene the run's sim views are rendered in: the camera of ``image_size_px`` widened by ``margin_px``,
+        the sphere's shadows drawn with ``sphere_shadow``."""
+        return env_config_for(self.image_size_px, self.margin_px, self.sphere_shadow)
 
     @property
     def arch_kwargs(self) -> dict[str, Any]:
