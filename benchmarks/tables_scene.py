@@ -20,8 +20,9 @@ def sphere_shadow_table(d: Path) -> str:
         views.add(f["views"]), episodes.add(f["episodes"]), photos.add(Path(f["photos"]).name)
         near.add(f["near_px"]), condition.add(f["condition"])
         for label, row in f["rows"].items():
-            for scene in ("no shadow", "shadow"):
-                c = row[scene]
+            for scene, c in row.items():
+                if not isinstance(c, dict):  # the row's checkpoint and sha256; the rest are its scenes
+                    continue
                 far, every = c["far"], c["all"]
                 rows.append((f"`{label}`", scene, f"{far['found_small']:.3f}",
                              f"{every['found_small']:.3f} / {every['found_large']:.3f}",
