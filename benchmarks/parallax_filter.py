@@ -78,14 +78,17 @@ def _near(text: str) -> ParallaxConfig:
 
 
 def _look(text: str) -> ParallaxConfig:
-    """The shipped filter with the low look of ``--look``'s ``HEIGHT_M/WHEN[/HOVER]`` (WHEN: start, spot or
-    start+spot; HOVER: hovered spots after that many low steps)."""
+    """The shipped filter with the low look of ``--look``'s ``HEIGHT_M/WHEN[/HOVER[/DWELL]]`` (WHEN: start, spot or
+    start+spot; HOVER: hovered spots after that many low steps; DWELL: steps the look stays at its point while the
+    mask is empty)."""
     height, _, rest = text.partition("/")
-    when, _, hover = rest.partition("/")
+    when, _, rest = rest.partition("/")
+    hover, _, dwell = rest.partition("/")
     if when not in ("start", "spot", "start+spot"):
-        raise ValueError(f"--look takes HEIGHT_M/start|spot|start+spot[/HOVER], got {text!r}")
+        raise ValueError(f"--look takes HEIGHT_M/start|spot|start+spot[/HOVER[/DWELL]], got {text!r}")
     return dataclasses.replace(SHIPPED, look_height_m=float(height), look_at_start="start" in when,
-                               look_after_spot="spot" in when, **({"hover_steps": int(hover)} if hover else {}))
+                               look_after_spot="spot" in when, **({"hover_steps": int(hover)} if hover else {}),
+                               **({"look_dwell_steps": int(dwell)} if dwell else {}))
 
 
 def _lead(text: str) -> ParallaxConfig:
@@ -107,7 +110,8 @@ def describe(parallax: ParallaxConfig | None) -> str:
             if parallax.near_steps else "")
     when = " and ".join(w for w, on in (("at the start", parallax.look_at_start),
                                           ("after a spot", parallax.look_after_spot)) if on)
-    look = f", low look from {100 * parallax.look_height_m:g} cm {when}" if parallax.look_height_m else ""
+    dwell = f", dwelling {parallax.look_dwell_steps} steps" if parallax.look_dwell_steps else ""
+    look = f", low look from {100 * parallax.look_height_m:g} cm {when}{dwell}" if parallax.look_height_m else ""
     lead = (f", rolling lead of {parallax.lead_steps:g} steps over {parallax.lead_frames} frames"
             if parallax.lead_frames else "")
     return f"parallax, {parallax.votes} votes{hovered}{closes}{held}{near}{look}{lead}"

@@ -110,3 +110,27 @@ def test_grasp_agent_acts_the_look_in_the_controllers_place():
         assert want is None and agent._far.look.looks == 1  # it handed back to the controller
     finally:
         env.close()
+
+
+def test_a_dwelling_look_circles_its_point_while_the_mask_is_empty_and_hands_back_on_a_mask():
+    look = LowLook(SCENE, 0.08, at_start=True, after_spot=False, dwell_steps=5)
+    tcp, seen = look.target.copy(), []  # arrived
+    for _ in range(3):  # the mask shows nothing: the look stays, moving about its point at its height
+        a = look.action(_proprio(tcp), 0, mask_empty=True)
+        assert a is not None and a[3] < 0 and abs(a[2]) < 0.5
+        tcp = tcp + a[:3] * SCENE.max_action_step_m
+        seen.append(tcp.copy())
+        assert np.linalg.norm(tcp[:2] - look.target[:2]) < look.dwell_radius_m + look.tol_m
+    assert len({tuple(np.round(t, 4)) for t in seen}) == 3  # each step from another point
+    assert look.action(_proprio(tcp), 0, mask_empty=False) is None  # a mask: the controller acts
+    assert look.action(_proprio(tcp), 0, mask_empty=True) is None  # and the dwell is over for this look
+
+
+def test_a_dwelling_look_ends_after_its_steps():
+    look = LowLook(SCENE, 0.08, at_start=True, after_spot=False, dwell_steps=4)
+    there = _proprio(look.target)
+    assert [look.action(there, 0, mask_empty=True) is not None for _ in range(6)] == [True] * 4 + [False] * 2
+    with pytest.raises(ValueError, match="dwell_steps"):
+        LowLook(SCENE, 0.08, at_start=True, after_spot=False, dwell_steps=-1)
+    with pytest.raises(ValueError, match="look_dwell_steps"):
+        ParallaxConfig(look_height_m=0.08, look_after_spot=True, look_dwell_steps=-1)

@@ -82,6 +82,9 @@ class ParallaxConfig:
     """A low look at the episode's start."""
     look_after_spot: bool = False
     """A low look after each hovered or re-closed spot is given up."""
+    look_dwell_steps: int = 0
+    """Steps a low look stays at its point, circling it, while the filtered mask is empty (``control.look``); 0: it
+    hands back on arrival."""
     lead_frames: int = 0
     """Rolling lead (``control.lead``): where the sphere's centroid moved on a straight line over this many
     consecutive frames (fingers open, TCP low), its step is added to the controller's x, y action; 0: off."""
@@ -100,6 +103,8 @@ class ParallaxConfig:
         if self.look_height_m < 0 or (self.look_height_m > 0 and not (self.look_at_start or self.look_after_spot)):
             raise ValueError(f"look_height_m must be >= 0 (0: off), and a look needs look_at_start or "
                              f"look_after_spot; got {self.look_height_m}")
+        if self.look_dwell_steps < 0:
+            raise ValueError(f"look_dwell_steps must be >= 0 (0: off), got {self.look_dwell_steps}")
         if self.lead_frames < 0 or self.lead_frames == 1 or self.lead_steps <= 0:
             raise ValueError(f"lead_frames must be 0 (off) or >= 2 and lead_steps > 0, got {self.lead_frames}, "
                              f"{self.lead_steps}")
@@ -143,8 +148,8 @@ class ParallaxFilter:
         """The held sphere's last mask (``control.held``), or None where it is off."""
         self.near = NearSphere(camera, c.near_steps, c.near_height_m, c.near_min_px) if c.near_steps else None
         """The near sphere's last mask (``control.near``), or None where it is off."""
-        self.look = (LowLook(scene, c.look_height_m, c.look_at_start, c.look_after_spot) if c.look_height_m > 0
-                     else None)
+        self.look = (LowLook(scene, c.look_height_m, c.look_at_start, c.look_after_spot,
+                             dwell_steps=c.look_dwell_steps) if c.look_height_m > 0 else None)
         """The low looks (``control.look``), or None where they are off."""
         self.lead = RollingLead(scene, camera, c.lead_frames, c.lead_steps) if c.lead_frames else None
         """The rolling sphere's lead (``control.lead``), or None where it is off."""
@@ -158,6 +163,8 @@ class ParallaxFilter:
         """Far-away votes minus table votes of each spot."""
         self._previous: tuple[np.ndarray, np.ndarray] | None = None
         """The last step's blob centroids (K, 2) and their table points (K, 2)."""
+        self._mask_empty = True
+        """The last filtered mask showed nothing (the low look's dwell reads it)."""
         if self.hovered is not None:
             self.hovered.reset()
         if self.held is not None:
@@ -172,7 +179,7 @@ class ParallaxFilter:
     def action(self, proprio: np.ndarray, controller_action: np.ndarray | None = None) -> np.ndarray | None:
         """The action to execute instead of the controller's this step (after :meth:`filter` of the same step): the
         low look's, or ``controller_action`` with the rolling lead added; None where the controller's stands."""
-        look = None if self.look is None else self.look.action(proprio, self.spots_given_up())
+        look = None if self.look is None else self.look.action(proprio, self.spots_given_up(), self._mask_empty)
         if look is not None or self.lead is None or controller_action is None:
             return look
         return self.lead.adjust(controller_action)
@@ -206,6 +213,7 @@ class ParallaxFilter:
             mask = self.near.filter(mask, proprio)
         if self.lead is not None:
             self.lead.update(mask, proprio)
+        self._mask_empty = not mask.any()
         return mask
 
     def _without_far(self, mask: np.ndarray, proprio: np.ndarray) -> np.ndarray:
