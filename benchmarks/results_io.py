@@ -27,6 +27,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -89,15 +90,31 @@ def _destination(path: Path, explicit: Path | None, save: bool) -> Path:
     return SCRATCH_DIR / path.name
 
 
+RECORDED_REPO = "/work/main"
+"""Where the repository lay on the machines that recorded the results files written before :func:`command_line`
+made its paths relative: :func:`portable_text` reads their absolute paths relative to it."""
+
+
+def portable_text(text: str, repo: str | Path = RECORDED_REPO) -> str:
+    """``text`` with each absolute path inside ``repo`` made relative to it and each one beside it (under its parent)
+    written ``../...``: the command of a results file as it runs from any checkout, from the repository's root."""
+    repo = str(repo).rstrip("/")
+    parent = str(Path(repo).parent).rstrip("/")
+    text = re.sub(rf"(?<![\w.-]){re.escape(repo)}/", "", text)
+    text = re.sub(rf"(?<![\w.-]){re.escape(repo)}(?![\w.-])", ".", text)
+    return re.sub(rf"(?<![\w.-]){re.escape(parent)}/", "../", text) if parent else text
+
+
 def command_line(argv: list[str] | None = None) -> str:
-    """The command that reproduces this run: ``python <script relative to the repository> <arguments>``."""
+    """The command that reproduces this run: ``python <script relative to the repository> <arguments>``, its paths
+    in or beside the repository relative to it (:func:`portable_text`)."""
     argv = list(sys.argv if argv is None else argv)
     script = Path(argv[0]).resolve()
     try:
         argv[0] = str(script.relative_to(REPO))
     except ValueError:
         argv[0] = str(script)
-    return shlex.join(["python", *argv])
+    return shlex.join(["python", *(portable_text(a, REPO) for a in argv)])
 
 
 def _git(*args: str) -> str | None:

@@ -22,7 +22,7 @@ import tables_render as r
 import tables_scene as scene
 import tables_training as training
 import tables_unseen as unseen
-from results_io import REPO, RESULTS_DIR
+from results_io import REPO, RESULTS_DIR, portable_text
 
 TABLES: dict[str, Callable[[Path], str]] = {
     "readme": r.readme_table,
@@ -84,8 +84,8 @@ def render(text: str, path: Path, rendered: dict[str, str], results: Path = RESU
         name = m["name"]
         if name not in TABLES:
             raise SystemExit(f"tables: {path}: unknown table <!-- results:{name} -->; known: {', '.join(TABLES)}")
-        if name not in rendered:
-            rendered[name] = TABLES[name](results)
+        if name not in rendered:  # recorded absolute paths read from the repository's root (results_io)
+            rendered[name] = portable_text(TABLES[name](results))
         if m["body"] != rendered[name]:
             stale.append(name)
         return m[1] + rendered[name] + m[4]

@@ -4,6 +4,7 @@ interval, and the numbered runs of one benchmark shown together."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,15 @@ def load(name: str, d: Path) -> dict[str, Any] | None:
 
 def command(name: str, res: dict[str, Any] | None) -> str:
     """The command a results file records, else the one that writes it; ``--save`` added to a recorded command that
-    wrote its default file before a run needed ``--save`` (or ``--json``) to record it."""
+    wrote its default file before a run needed ``--save`` (or ``--json``) to record it, and a ``--json`` that wrote
+    elsewhere (a copy was then put here) pointed at the file itself, ``benchmarks/results/<name>.json``."""
     recorded = (res or {}).get("command")
-    if recorded and "--save" not in recorded.split() and "--json" not in recorded.split():
+    if not recorded:
+        return COMMANDS[name]
+    words = recorded.split()
+    if "--save" not in words and "--json" not in words:
         return f"{recorded} --save"
-    return recorded or COMMANDS[name]
+    return re.sub(r"(--json[ =])(\S+)", lambda m: m[1] + f"benchmarks/results/{name}.json", recorded)
 
 
 def cpu_name(res: dict[str, Any]) -> str:

@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dagger": ("grasp_s2r.commands.dagger", "train the closed-loop controller with DAgger"),
     "eval": ("grasp_s2r.commands.eval", "end-to-end success (RGB -> mask -> action) on named conditions"),
     "adapt": ("grasp_s2r.commands.adapt", "fit the shipped system to your own scene from photos of it"),
-    "pipeline": ("grasp_s2r.commands.pipeline", "collect -> train-vision -> dagger -> eval on the small default"),
+    "pipeline": ("grasp_s2r.commands.pipeline", "train-vision -> eval-vision -> collect -> dagger -> eval on the small default"),
     "export": ("grasp_s2r.commands.export", "write a dataset or DAgger run as a LeRobotDataset or robomimic HDF5 file"),
     "upgrade": ("grasp_s2r.commands.upgrade", "write a dataset of an older grasp_s2r in the current layout"),
 }

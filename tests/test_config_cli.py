@@ -63,6 +63,14 @@ def test_help_defaults_are_the_dataclass_defaults(command):
     assert checked >= 3
 
 
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_option_states_its_default_once(command):
+    """GIVEN any command's --help THEN no option's line states a default twice (its help text and the generated
+    '(default: X)' both did once: adapt's --check-photos)."""
+    twice = [ln.strip() for ln in _help(command).splitlines() if ln.count("(default") > 1]
+    assert not twice, twice
+
+
 @pytest.mark.parametrize("command", GENERATED)
 def test_options_left_out_keep_every_dataclass_default(command):
     """GIVEN only the required options WHEN the command builds its config THEN it equals the dataclass default."""

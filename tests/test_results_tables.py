@@ -55,11 +55,14 @@ def test_readme_row_renders_from_a_real_bench_expert_run(tmp_path):
     # WHEN the README's table is rendered from that folder alone
     (tmp_path / "README.md").write_text(README_BLOCK)
     text, stale = tables.render(README_BLOCK, tmp_path / "README.md", {}, results)
-    # THEN the expert row holds the run's rate with its 95 % interval, its length and its exact command
+    # THEN the expert row holds the run's rate with its 95 % interval, its length and its command, writing the
+    # file the row cites
     row = next(line for line in text.splitlines() if line.startswith("| expert success"))
     lo, hi = 100 * f["ci_low"], 100 * f["ci_high"]
     assert f"({f['successes']}/4, 95 % CI {lo:.1f}-{hi:.1f})" in row
-    assert f"{f['mean_length']:.1f} steps an episode" in row and f"`{res['command']}`" in row
+    assert f"{f['mean_length']:.1f} steps an episode" in row
+    assert ("`python benchmarks/bench_expert.py --episodes 4 --workers 1 --json benchmarks/results/bench_expert.json`"
+            in row)
     # AND the figures that folder lacks are said to be not measured, with their command, never a number
     pipeline = next(line for line in text.splitlines() if "grasp-s2r pipeline" in line)
     assert "not measured yet: run `python benchmarks/bench_pipeline.py" in pipeline and stale == ["readme"]
@@ -209,3 +212,22 @@ def test_a_table_of_many_runs_folds_their_provenance_and_one_of_few_keeps_it_inl
     assert [name for name in names if any(f"results/{name}.json" in item for item in items)] == names
     assert len(items) == 4
     assert tables_base.provenances([]) == ""
+
+
+def test_recorded_commands_run_from_any_checkout():
+    import results_io
+    import tables_base
+
+    # GIVEN a run given paths inside the repository and beside it
+    argv = [str(BENCH / "own_scene.py"), str(REPO / "runs" / "sets"), str(REPO.parent / "SETS" / "a"), "/tmp/x",
+            "--out", str(REPO)]
+    # WHEN its command is recorded, THEN those paths are relative to the repository's root; others stay
+    assert results_io.command_line(argv) == "python benchmarks/own_scene.py runs/sets ../SETS/a /tmp/x --out ."
+    # AND a command recorded before with absolute paths of the repository where it ran reads the same way, its
+    # --json (which wrote elsewhere; the file was copied into benchmarks/results/) pointed at the file it cites
+    old = "python benchmarks/own_scene.py /work/SETS/a /work/main/runs/b --out /work/runs/own --json /work/runs/o.json"
+    res = {"command": old}
+    assert results_io.portable_text(tables_base.command("own_scene-9", res)) == (
+        "python benchmarks/own_scene.py ../SETS/a runs/b --out ../runs/own --json benchmarks/results/own_scene-9.json")
+    # AND a path that only starts like the repository's is left alone
+    assert results_io.portable_text("/work/mainline/x /workspace/y") == "../mainline/x /workspace/y"

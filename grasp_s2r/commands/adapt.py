@@ -29,8 +29,8 @@ OPTIONS = (
     Option("--check-views", "sim views with your photos as the table on which the shipped and the fine-tuned "
            "segmenter are compared after the fine-tune (OUT/scene_check.png; 0: none)", "check_views",
            type=non_negative_int),
-    Option("--check-photos", "photos for that check (default: --photos, which it trained on; photos of the scene "
-           "kept back tell more)", "check_photos", metavar="DIR"),
+    Option("--check-photos", "photos for that check (photos of the scene kept back tell more than the ones it "
+           "trained on)", "check_photos", metavar="DIR", show=lambda d: d or "--photos"),
     Option("--workers", "environment processes", "workers", type=positive_int),
     Option("--seed", "seed of every stage", "seed", type=non_negative_int),
 )

@@ -35,7 +35,7 @@ OPTIONS = (
     Option("--episodes", "per condition", "episodes", type=positive_int),
     Option("--conditions", f"comma-separated, from: {', '.join(CONDITIONS)}; or 'all'", "conditions",
            convert=_conditions, show=comma_text),
-    Option("--backgrounds", "your own photos for heldout-backgrounds", "backgrounds", metavar="DIR",
+    Option("--backgrounds", "your own photos for heldout-backgrounds (behind the sphere) and table-photo (as the table)", "backgrounds", metavar="DIR",
            show=lambda d: d or "the embedded held-out photos"),
     Option("--out", "write eval.json, <condition>.png strips and .gif videos", "out", metavar="DIR",
            show=lambda d: d or "none: write nothing"),

@@ -70,9 +70,9 @@ OPTIONS = (
     Option("--full-size-share", "share of the steps, the last ones, on whole images (with crops)",
            "full_size_share", type=float),
     Option("--init", "start from this segmenter checkpoint's weights (fine-tuning; the same --arch and --width, or a "
-           "narrower U-Net of the same --depth, or one reading fewer --anomaly maps, widened without changing its output; "
+           "narrower U-Net, or one reading fewer --anomaly maps, widened without changing its output; "
            "a U-Net at any --image-size; with "
-           "--unshuffle, a plain U-Net of the same --width and --depth)",
+           "--unshuffle, a plain U-Net of the same --width)",
            "init_checkpoint", convert=lambda p: str(Path(p).resolve()),
            show=lambda c: c or "none: random weights"),
     Option("--recolor-prob", "share of background crops, and of photo-table textures, with randomized colours", "data.background_recolor_prob",
