@@ -1,7 +1,8 @@
 """The controller's input masks made other ways at test time, end to end on validation episodes (no training).
 
     python benchmarks/mask_variants.py --photos DIR [--ensemble CKPT,...] [--flip] [--keep-largest]
-        [--above HEIGHT_M:CKPT,...] [--episodes 300] [--conditions C,...] [--workers 2] [--save]
+        [--above HEIGHT_M:CKPT,...] [--fallback-tiles SIZE/STRIDE,...] [--episodes 300] [--conditions C,...]
+        [--workers 2] [--save]
 
 The shipped controller and parallax filter act in every row; the first row is the shipped system. Each further row
 changes one thing about the masks:
@@ -16,6 +17,11 @@ changes one thing about the masks:
   above the table, the shipped segmenter's below (a segmenter with fewer lures where the search looks, the one the
   controller was trained over where it grasps). The mask source sees no proprioception, so the row swaps the
   pool's learner step (:func:`above_height`) for its episodes.
+- ``--fallback-tiles SIZE/STRIDE,...``: one row each, the shipped segmenter's mask, and in a frame where it is empty
+  the same network's prediction tile by tile (``Tiling``: SIZE px windows STRIDE apart, each pixel the most probable
+  of its windows) at the same threshold. With less of the image around it, the network finds spheres that the
+  surroundings suppress (docs/experiments/vision.md, *Tiled prediction*), and lets through more lures; here only
+  where the whole image shows nothing (:class:`EmptyFallback`).
 
 ``DIR``: a folder of validation photos for the unseen conditions (never the held-out ones). Writes
 ``runs/benchmarks/mask_variants.json`` (``--save``: ``benchmarks/results/``).
@@ -43,7 +49,7 @@ from grasp_s2r.learner import learner_step
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.sim.config import control_env_config
-from grasp_s2r.vision.networks.segmenter import Segmenter
+from grasp_s2r.vision.networks.segmenter import Segmenter, Tiling
 
 CONDITIONS = "table-photo-unseen,backgrounds-unseen"
 
@@ -83,6 +89,35 @@ class LargestBlob:
 
     def gripper(self, rgb: np.ndarray, gt_gripper: np.ndarray | None = None) -> np.ndarray:
         return self.source.gripper(rgb, gt_gripper)
+
+
+class EmptyFallback:
+    """A mask source: ``source``'s masks, and ``fallback``'s in the images where ``source``'s is empty."""
+
+    def __init__(self, source, fallback):
+        self.source, self.fallback, self.kind = source, fallback, source.kind
+
+    def __call__(self, rgb: np.ndarray, gt_mask: np.ndarray | None = None) -> np.ndarray:
+        masks = np.array(self.source(rgb, gt_mask), dtype=bool)
+        empty = ~masks.any(axis=(1, 2))
+        if empty.any():
+            masks[empty] = self.fallback(np.asarray(rgb)[empty], None)
+        return masks
+
+    def gripper(self, rgb: np.ndarray, gt_gripper: np.ndarray | None = None) -> np.ndarray:
+        return self.source.gripper(rgb, gt_gripper)
+
+
+def parse_tiles(text: str) -> list[Tiling]:
+    """``SIZE/STRIDE,...`` -> [Tiling]; exits with one line on a malformed entry."""
+    out = []
+    for item in (t for t in text.split(",") if t):
+        size, _, stride = item.partition("/")
+        try:
+            out.append(Tiling(int(size), int(stride)))
+        except ValueError as e:
+            sys.exit(f"mask_variants: --fallback-tiles wants SIZE/STRIDE, got {item!r}: {e}")
+    return out
 
 
 @contextlib.contextmanager
@@ -132,11 +167,14 @@ def main() -> int:
     p.add_argument("--keep-largest", action="store_true", help="a row keeping only the mask's largest blob")
     p.add_argument("--above", default="", help="comma-separated HEIGHT_M:CKPT, one row each: that segmenter's masks "
                                                "with the TCP above HEIGHT_M, the shipped one's below")
+    p.add_argument("--fallback-tiles", default="", help="comma-separated SIZE/STRIDE, one row each: where the "
+                   "shipped segmenter's mask is empty, its prediction on SIZE px tiles STRIDE apart")
     add_episode_arguments(p, CONDITIONS)
     add_json_argument(p, "mask_variants")
     args = p.parse_args()
     check_episode_arguments(args, "mask_variants")
     above = parse_above(args.above)
+    tilings = parse_tiles(args.fallback_tiles)
     ensemble = [Path(c) for c in args.ensemble.split(",") if c]
     for c in ensemble:
         if not c.is_file():
@@ -160,6 +198,11 @@ def main() -> int:
         variants.append(("mirror averaged", {"flip": True}, masks, contextlib.nullcontext()))
     if args.keep_largest:
         variants.append(("largest blob", {"keep_largest": True}, LargestBlob(shipped), contextlib.nullcontext()))
+    for tiling in tilings:
+        tiled = make_mask_source("predicted", None, "cpu")
+        tiled.segmenter.tiling = tiling
+        variants.append((f"tiled {tiling.size_px}/{tiling.stride_px} where the mask is empty",
+                         {"fallback_tiles": tiling.as_dict()}, EmptyFallback(shipped, tiled), contextlib.nullcontext()))
     for h, c in above:
         variants.append((f"{display_path(str(c))} above {100 * h:g} cm", {"above": [h, display_path(str(c))]},
                          shipped, above_height(h, make_mask_source("predicted", str(c), "cpu"))))
