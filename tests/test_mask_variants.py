@@ -54,3 +54,34 @@ def test_above_entries_parse(tmp_path):
     ckpt.write_bytes(b"x")
     assert mask_variants.parse_above(f"0.08:{ckpt},0.15:{ckpt}") == [(0.08, ckpt), (0.15, ckpt)]
     assert mask_variants.parse_above("") == []
+
+
+def test_the_fallback_fills_only_the_empty_masks_and_sees_only_their_images():
+    # GIVEN a source whose first image's mask marks a pixel and whose second is empty, and a fallback marking all
+    def source(rgb, gt=None):
+        out = np.zeros(rgb.shape[:3], bool)
+        out[0, 2, 3] = True
+        return out
+
+    seen = []
+
+    def fallback(rgb, gt=None):
+        seen.append(rgb[:, 0, 0, 0].tolist())
+        return np.ones(rgb.shape[:3], bool)
+
+    source.kind = "predicted"
+    rgb = np.zeros((2, 8, 8, 3), np.uint8)
+    rgb[1] = 7
+    # WHEN the combined source makes the masks
+    masks = mask_variants.EmptyFallback(source, fallback)(rgb)
+    # THEN the first keeps its own, the second is the fallback's, which saw the second image alone
+    assert masks[0].sum() == 1 and masks[0, 2, 3] and masks[1].all()
+    assert seen == [[7]]
+
+
+def test_fallback_tiles_parse_and_malformed_ones_are_refused():
+    tilings = mask_variants.parse_tiles("32/16,24/8")
+    assert [(t.size_px, t.stride_px) for t in tilings] == [(32, 16), (24, 8)]
+    for text in ("32", "30/8", "32/40", "a/b"):
+        with pytest.raises(SystemExit, match="mask_variants: --fallback-tiles"):
+            mask_variants.parse_tiles(text)
