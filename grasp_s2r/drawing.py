@@ -179,7 +179,9 @@ def write_strip(records: Sequence[EpisodeRecord], path: Path, columns: int = 8) 
 def write_gif(records: Sequence[EpisodeRecord], path: Path, fps: float = 5.0) -> Path:
     """Animated GIF of the episodes one after the other."""
     frames = [Image.fromarray(f) for rec in records for f in episode_frames(rec)]
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0)
+    buf = io.BytesIO()
+    frames[0].save(buf, format="GIF", save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0)
+    atomic_write(Path(path), buf.getvalue())
     return Path(path)
 
 
@@ -250,8 +252,9 @@ def _pyplot() -> Any:
     return plt
 
 
-def save_training_curve(history: Sequence[dict[str, float]], path: Path) -> None:
-    """The segmenter's training loss and validation precision / recall / IoU against the step, as a PNG."""
+def save_training_curve(history: Sequence[dict[str, float]], path: Path, config: dict[str, Any] | None = None) -> None:
+    """The segmenter's training loss and validation precision / recall / IoU against the step, as a PNG; ``config``
+    (the run's ``run.json``) stored in its metadata (``Description``), as :func:`plot_curve` does."""
     plt = _pyplot()
     steps = [h["step"] for h in history]
     fig, (ax_loss, ax_val) = plt.subplots(1, 2, figsize=(9, 3.5))
@@ -263,7 +266,7 @@ def save_training_curve(history: Sequence[dict[str, float]], path: Path) -> None
     ax_val.legend(loc="lower right")
     ax_val.grid(alpha=0.3)
     fig.tight_layout()
-    save_figure(fig, path, dpi=100)
+    save_figure(fig, path, dpi=100, metadata=None if config is None else {"Description": json.dumps(config)})
     plt.close(fig)
 
 

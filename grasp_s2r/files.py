@@ -6,6 +6,7 @@ import errno
 import fcntl
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -15,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from grasp_s2r import __version__
 
@@ -119,6 +120,24 @@ def check_writable(path: Path | str) -> None:
             pass
     except OSError as e:
         raise OSError(e.errno, e.strerror, str(path)) from None
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float (an undefined metric, a rate of no episodes) as None: strict JSON,
+    which ``json.dumps`` alone does not write."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
+def write_json(path: Path, obj: Any, **dumps: Any) -> None:
+    """``obj`` as strict JSON (:func:`json_safe`; ``dumps``: ``json.dumps``' options, e.g. ``indent``), written
+    atomically (:func:`atomic_write`)."""
+    atomic_write(Path(path), json.dumps(json_safe(obj), allow_nan=False, **dumps).encode())
 
 
 def atomic_write(path: Path, data: bytes) -> None:

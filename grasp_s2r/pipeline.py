@@ -12,16 +12,16 @@ re-running the same command after an interruption skips what is finished.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grasp_s2r import __version__
 from grasp_s2r.cpu import cpu_info
-from grasp_s2r.files import ArtifactFolder
+from grasp_s2r.files import ArtifactFolder, write_json
 
-PIPELINE_FORMAT_VERSION = 4
+PIPELINE_FORMAT = "grasp_s2r.pipeline-summary"
+PIPELINE_FORMAT_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     t = _stage("evaluate the segmentation network on every test suite (held-out split)", 2, total)
     vision_report, _ = evaluate_suites(model, list(SUITES), backgrounds_dir=backgrounds, latency_frames=0,
                                        cfg=VisionEvalConfig(n_images=cfg.vision_eval_images, seed=cfg.seed + 1))
-    (vision_dir / "eval.json").write_text(json.dumps(vision_report, indent=2))
+    write_json(vision_dir / "eval.json", {**vision_report, "package_version": __version__}, indent=2)
     print(format_suite_table(vision_report["suites"],
                              f"eval-vision: {model}, {cfg.vision_eval_images} images per suite"))
     seconds["eval-vision"] = time.perf_counter() - t
@@ -144,7 +144,8 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
 
     vision_sessions = runtime_sessions(vision_dir)
     summary = {
-        "format_version": PIPELINE_FORMAT_VERSION, "package_version": __version__, "config": asdict(cfg),
+        "format": PIPELINE_FORMAT, "format_version": PIPELINE_FORMAT_VERSION, "package_version": __version__,
+        "config": asdict(cfg),
         "machine": {"cpu": cpu_info().describe(), "torch": torch.__version__},
         "train_vision_sessions": vision_sessions,
         "seconds": seconds, "expert_success": c.successes / max(c.episodes, 1),
@@ -152,7 +153,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
                    for suite, m in vision_report["suites"].items()},
         "dagger_last_round": d.rows[-1], "eval": results,
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    write_json(out / "summary.json", summary, indent=2, default=str)
     print(f"\npipeline finished in {sum(seconds.values()) / 60:.1f} min on {cpu_info().describe()}; summary in "
           f"{out / 'summary.json'}")
     if vision_sessions:

@@ -4,14 +4,13 @@ suite, every suite (``--suite all``: one row each, one JSON) or a ``--data`` fol
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from pathlib import Path
 
 import torch
 
+from grasp_s2r import __version__
 from grasp_s2r.drawing import save_overlay_grid
-from grasp_s2r.files import ArtifactFolder
+from grasp_s2r.files import ArtifactFolder, write_json
 from grasp_s2r.options import (
     Option,
     UsageError,
@@ -55,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backgrounds", type=Path, default=None,
                         help="your own photos folder, for held-out composites (default: embedded photos)")
     parser.add_argument("--out", type=Path, default=Path("runs/eval-vision"),
-                        help="folder for metrics.json and overlays.png (default: runs/eval-vision)")
+                        help="folder for metrics.json and overlays.png (overlays-SUITE.png with several suites) (default: runs/eval-vision)")
     parser.add_argument("--save-overlays", action="store_true", help="write overlays.png (TP green, FP red, FN blue)")
     parser.add_argument("--threshold", type=threshold, default=None,
                         help="probability threshold of a sphere pixel (default: the checkpoint's, else 0.5)")
@@ -84,16 +83,8 @@ def _suites(args: argparse.Namespace) -> list[str]:
 
 
 def _write_json(report: dict, path: Path) -> None:
-    report = json.loads(json.dumps(report, allow_nan=True))
-
-    def nulls(d: dict) -> None:  # NaN is not JSON: undefined metrics are written as null
-        for k, v in d.items():
-            if isinstance(v, float) and math.isnan(v):
-                d[k] = None
-            elif isinstance(v, dict):
-                nulls(v)
-    nulls(report)
-    path.write_text(json.dumps(report, indent=2))
+    """The report with the package's version, atomically; undefined metrics (NaN) written as null."""
+    write_json(path, {**report, "package_version": __version__}, indent=2)
 
 
 def run(args: argparse.Namespace) -> int:

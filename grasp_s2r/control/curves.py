@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import atomic_write, write_json
 
 CURVE_COLUMNS = (
     "round", "beta", "labels", "new_labels", "dagger_loss", "dagger_successes", "dagger_success_rate",
@@ -64,5 +63,5 @@ def write_curve_json(rows: Sequence[dict[str, Any]], config: dict[str, Any], pat
     """The curve with its format version and the config of the run that made it."""
     blob = {"format": CURVE_FORMAT, "format_version": CURVE_FORMAT_VERSION, "config": config,
             "columns": list(CURVE_COLUMNS), "rows": list(rows)}
-    atomic_write(Path(path), json.dumps(blob, indent=2).encode())
+    write_json(Path(path), blob, indent=2)  # a rate of no rollouts (round 0 from --demos) is null
     return Path(path)

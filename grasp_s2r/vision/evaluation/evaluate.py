@@ -149,7 +149,9 @@ def evaluate_suites(model_path: Path, suites: list[str], *, cfg: VisionEvalConfi
         cpu = (segmenter if segmenter.device.type == "cpu" else
                Segmenter.from_checkpoint(ckpt, device="cpu", path=model_path))
         cpu.threshold = segmenter.threshold
-    for name in suites:
+    for k, name in enumerate(suites, 1):
+        timed = f", then {latency_frames} frames timed one by one" if cpu is not None else ""
+        print(f"suite {k}/{len(suites)} {name}: {cfg.n_images} images{timed}", flush=True)
         result = _evaluate_loaded(segmenter, model_path, cfg=dataclasses.replace(cfg, suite=name),
                                   backgrounds_dir=backgrounds_dir)
         results[name] = result

@@ -10,13 +10,14 @@ Checkpoint format (a ``torch.save``'d dict, readable with ``weights_only=True``)
     config          the training config (SegmenterTrainConfig + DataConfig + EnvConfig as dicts)
     state_dict      the network weights
     step            optimizer steps done;  history: training-curve rows
+    package_version grasp_s2r's version that wrote it (absent from older files)
     optimizer       (only in ``checkpoint-latest.pt`` of a run: what ``--resume`` needs)
     threshold       (optional, default 0.5) probability above which a pixel is the sphere;
     threshold_calibration  how it was chosen (see ``vision/calibrate.py``)
     tiling          (optional) {"size_px", "stride_px"}: the sphere is predicted on overlapping square tiles of the
                     ``input_hw`` image, each pixel the most probable of the tiles that cover it (:class:`Tiling`)
 
-A segmenter may carry a gripper head (``vision/gripper.py``, its own checkpoint file): then it predicts the
+A segmenter may carry a gripper head (``vision/networks/gripper.py``, its own checkpoint file): then it predicts the
 gripper fingers' mask too (:meth:`Segmenter.predict_gripper`, :attr:`Segmenter.has_gripper_head`).
 """
 
@@ -36,6 +37,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from grasp_s2r import __version__
 from grasp_s2r.devices import default_device
 from grasp_s2r.files import atomic_write, file_sha256, torch_load_problem
 from grasp_s2r.vision.networks.model import build_model, to_input_tensor, two_frame_input
@@ -68,6 +70,7 @@ def make_checkpoint(model: nn.Module, *, architecture: str, arch_kwargs: dict[st
         "arch_kwargs": dict(arch_kwargs), "input_hw": [int(input_hw[0]), int(input_hw[1])],
         "background_split": background_split, "config": config, "step": int(step), "history": list(history),
         "state_dict": {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},  # NCHW as saved
+        "package_version": __version__,
     }
     if optimizer is not None:
         ckpt["optimizer"] = optimizer

@@ -31,6 +31,7 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from grasp_s2r import __version__
 from grasp_s2r.configs import to_dict
 from grasp_s2r.drawing import save_overlay_grid
 from grasp_s2r.files import ArtifactFolder, atomic_write
@@ -52,6 +53,8 @@ from grasp_s2r.vision.networks.segmenter import CheckpointError, Segmenter, defa
 from grasp_s2r.vision.training.train_config import segmentation_loss
 
 HEAD_FILE = "gripper_head.pt"
+GRIPPER_METRICS_FORMAT_VERSION = 1
+"""Of ``OUT/metrics.json`` (format ``grasp_s2r.gripper_metrics``)."""
 REPORTED = ("precision", "recall", "iou", "f1", "mean_iou", "images")
 """The figures of ``pixel_metrics`` kept in ``metrics.json`` and the checkpoint (all defined: the fingers are in
 every view)."""
@@ -269,7 +272,8 @@ def _train(cfg: GripperTrainConfig, segmenter: Segmenter, out: Path, progress: b
     head.eval()
     segmenter.gripper_head, segmenter.gripper_threshold = head, cfg.threshold
     results = measure(segmenter, sets)
-    metrics = {"format": "grasp_s2r.gripper_metrics", "segmenter": str(cfg.segmenter_path.resolve()),
+    metrics = {"format": "grasp_s2r.gripper_metrics", "format_version": GRIPPER_METRICS_FORMAT_VERSION,
+               "package_version": __version__, "segmenter": str(cfg.segmenter_path.resolve()),
                "segmenter_sha256": segmenter.checkpoint_sha256, "config": to_dict(cfg),
                "steps": step, "train_seconds": round(time.perf_counter() - t0, 1), "history": history,
                **{name: {k: v for k, v in r.items() if k != "pred"} for name, r in results.items()}}

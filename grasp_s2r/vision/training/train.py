@@ -333,7 +333,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
                     bar.set_postfix(loss=f"{history[-1]['train_loss']:.3f}", P=f"{m['precision']:.3f}",
                                     R=f"{m['recall']:.3f}")
                     _write_curve_csv(history, out_dir / "curve.csv")
-                    save_training_curve(history, out_dir / "curve.png")
+                    save_training_curve(history, out_dir / "curve.png", run_cfg)
                 if step % cfg.checkpoint_every == 0 or step == cfg.steps:
                     write_checkpoint(checkpoint(with_optimizer=True), latest)
                 if step >= cfg.steps:  # the data runs on to the steps asked when a budget cut them
