@@ -46,6 +46,16 @@ def torch_load_problem(path: Path | str, e: BaseException) -> str:
     return f"{type(e).__name__}: {reason[:200]}"
 
 
+def weights_problem(e: BaseException) -> str:
+    """Why weights did not load into a network (``load_state_dict`` raised ``e``), in one line: torch's message
+    starts with a line that says only where ("Error(s) in loading state_dict for UNet:"), the keys and shapes follow."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    if not lines:
+        return type(e).__name__
+    detail = lines[1] if len(lines) > 1 and lines[0].endswith(":") else lines[0]
+    return detail if len(detail) <= 200 else detail[:197] + "..."
+
+
 def free_space(path: Path | str) -> str:
     """The free space of the file system holding ``path`` (or its nearest existing parent), for messages."""
     where = next((a for a in (Path(path).absolute(), *Path(path).absolute().parents) if a.exists()), Path("/"))

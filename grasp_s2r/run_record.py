@@ -21,10 +21,14 @@ from grasp_s2r.files import atomic_write
 RUN_FILE = "run.json"
 
 
+class RunRecordError(ValueError):
+    """A run folder's record is of another run, another format, or damaged (one line for the user)."""
+
+
 class RunRecord:
     """The ``run.json`` of ``folder`` for runs of ``fmt`` v``version``; ``what`` names such a run in messages."""
 
-    def __init__(self, folder: Path, fmt: str, version: int, what: str, *, error: type[Exception] = ValueError):
+    def __init__(self, folder: Path, fmt: str, version: int, what: str, *, error: type[Exception] = RunRecordError):
         self.path = Path(folder) / RUN_FILE
         self.fmt, self.version, self.what, self.error = fmt, version, what, error
 
@@ -53,7 +57,13 @@ class RunRecord:
               ignore: Iterable[str] = ()) -> dict[str, Any]:
         """Raise unless the stored record (which must exist) is a run of ``identity`` (``open``'s check, writing
         nothing); returns the stored record."""
-        old = json.loads(self.path.read_text())
+        try:
+            old = json.loads(self.path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise self.error(f"{self.path} is not readable JSON ({e}): the record of the run in "
+                             f"{self.path.parent} is damaged; start the run in a new folder") from None
+        if not isinstance(old, dict):
+            raise self.error(f"{self.path} holds no run record: start the run in a new folder")
         if old.get("format") != self.fmt or old.get("format_version") != self.version:
             raise self.error(f"{self.path.parent} holds a run of format {old.get('format')} "
                              f"v{old.get('format_version')}, this grasp_s2r writes {self.fmt} v{self.version}; {hint}")

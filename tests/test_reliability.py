@@ -123,6 +123,22 @@ def build_assets(root: Path) -> dict[str, Path]:
     a["photos"] = root / "two-photos"  # a usable folder (adapt's refusals of its other options)
     _png(a["photos"] / "a.png")
     _png(a["photos"] / "b.png")
+    # checkpoints of the right format whose fields or weights are damaged, a run record that is not JSON
+    damaged = {"ctrl_nokey": lambda b: b["state_dict"].pop(next(iter(b["state_dict"]))),
+               "ctrl_extrafield": lambda b: b["policy_config"].update(foo=1),
+               "ctrl_noproprio": lambda b: b.pop("proprio_inputs")}
+    for name, damage in damaged.items():
+        blob = torch.load(a["ctrl"], weights_only=True)
+        damage(blob)
+        a[name] = root / f"{name}.pt"
+        torch.save(blob, a[name])
+    blob = torch.load(a["seg"], weights_only=True)
+    blob["state_dict"].pop(next(iter(blob["state_dict"])))
+    a["seg_nokey"] = root / "seg_nokey.pt"
+    torch.save(blob, a["seg_nokey"])
+    a["dg_badrecord"] = root / "dagger-bad-record"
+    shutil.copytree(a["dg"], a["dg_badrecord"])
+    (a["dg_badrecord"] / "run.json").write_text("{oops")
     return a
 
 

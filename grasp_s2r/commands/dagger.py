@@ -18,7 +18,9 @@ from grasp_s2r.options import (
     positive_int,
     torch_device,
 )
+from grasp_s2r.run_record import RunRecordError
 from grasp_s2r.runtime.backend import BackendUnavailable
+from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.runtime.masks import VisionUnavailable, make_mask_source
 from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
 
@@ -122,7 +124,7 @@ def _channels(text: str) -> tuple[int, ...]:
 
 
 def check_inputs(cfg: DaggerConfig) -> None:
-    """The segmenter (--masks predicted) and --demos, checked before the run folder is made or written (run_dagger
+    """The segmenter (--masks predicted), --photos and --demos, checked before the run folder is made or written (run_dagger
     would refuse them only after writing its run.json; --init it refuses before). Raises UsageError."""
     if cfg.masks == "predicted":
         try:
@@ -133,6 +135,11 @@ def check_inputs(cfg: DaggerConfig) -> None:
             raise UsageError("--gripper-input with predicted masks needs a segmenter that predicts the fingers' mask: "
                              "the packaged gripper head was not trained on this --vision (train one with "
                              "'grasp-s2r train-gripper --vision CKPT'), or use --masks gt")
+    if cfg.backgrounds not in ("", "train"):  # your photos: read once here, as the env workers would mid-run
+        try:
+            load_photos(cfg.backgrounds)
+        except (ValueError, FileNotFoundError) as e:  # vision's BackgroundError is a ValueError
+            raise UsageError(f"--photos: {e}") from None
     if cfg.demos:
         try:
             check_demos(cfg)
@@ -156,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         if e.filename is not None:
             raise  # a path that cannot be made (e.g. --out under /proc): the CLI's one line names it
         raise UsageError(str(e)) from None
-    except (VisionUnavailable, DatasetError, BackendUnavailable, TensorBoardUnavailable) as e:
+    except (VisionUnavailable, DatasetError, BackendUnavailable, TensorBoardUnavailable, RunRecordError) as e:
         raise UsageError(str(e)) from None
     except ValueError as e:
         if ("another config" in str(e) or "format" in str(e) or "controller checkpoint" in str(e) or "diverged" in str(e)

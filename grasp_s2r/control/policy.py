@@ -38,7 +38,7 @@ from torch.nn import functional as F
 from grasp_s2r import __version__
 from grasp_s2r.control.memory import N_MEMORY, N_MOMENTS
 from grasp_s2r.devices import default_device
-from grasp_s2r.files import atomic_write, torch_load_problem
+from grasp_s2r.files import atomic_write, torch_load_problem, weights_problem
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
 
@@ -257,11 +257,17 @@ class Policy:
                 f"{path} has controller format version {blob.get('format_version')}, this grasp_s2r reads "
                 f"{CHECKPOINT_VERSION}; retrain it with 'grasp-s2r dagger' of this version"
             )
-        if tuple(blob["proprio_inputs"]) != PROPRIO_INPUTS:
-            raise ValueError(f"{path} was trained on proprio inputs {blob['proprio_inputs']}, not {PROPRIO_INPUTS}")
-        cfg = PolicyConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["policy_config"].items()})
-        policy = cls(cfg, device)
-        policy.net.load_state_dict(blob["state_dict"])
+        try:
+            if tuple(blob["proprio_inputs"]) != PROPRIO_INPUTS:
+                raise ValueError(f"{path} was trained on proprio inputs {blob['proprio_inputs']}, not "
+                                 f"{PROPRIO_INPUTS}")
+            cfg = PolicyConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                  for k, v in blob["policy_config"].items()})
+            policy = cls(cfg, device)
+            policy.net.load_state_dict(blob["state_dict"])
+        except (KeyError, TypeError, RuntimeError, AttributeError) as e:  # a field missing or unknown, weights unfit
+            what = f"no {e}" if isinstance(e, KeyError) else weights_problem(e)
+            raise ValueError(f"{path} is a damaged controller checkpoint: {what}") from None
         if not policy.weights_finite():
             raise ValueError(f"{path} holds non-finite weights (a diverged training): its actions would be NaN")
         return policy, blob

@@ -138,6 +138,8 @@ def load_photos(source: str) -> list[np.ndarray]:
     if source in PHOTO_SPLITS:
         photos = load_backgrounds(split=source)
     else:
+        if Path(source).exists() and not Path(source).is_dir():
+            raise ValueError(f"{source} is a file, not a folder of photos")
         if not Path(source).is_dir():
             raise FileNotFoundError(f"backgrounds folder {source} does not exist")
         from grasp_s2r.vision.images.corpus_manifest import is_corpus

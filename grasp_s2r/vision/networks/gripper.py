@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from grasp_s2r import __version__
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import atomic_write, weights_problem
 from grasp_s2r.vision.networks.segmenter import THRESHOLD, CheckpointError, Segmenter, check_threshold
 
 FORMAT_NAME = "grasp_s2r.gripper_head"
@@ -178,7 +178,7 @@ def attach_gripper_head(segmenter: Segmenter, path: Path | str | None = None) ->
         head = GripperHead(width, tuple(ckpt["dilations"]))
         head.load_state_dict(ckpt["state_dict"])
     except (RuntimeError, TypeError, ValueError) as e:
-        raise GripperHeadError(f"gripper head {path} does not match its network: {str(e).splitlines()[0]}") from None
+        raise GripperHeadError(f"gripper head {path} does not match its network: {weights_problem(e)}") from None
     segmenter.gripper_head = head.to(segmenter.device).eval()
     segmenter.gripper_threshold = check_threshold(ckpt.get("threshold", THRESHOLD))
     segmenter.gripper_head_path = path

@@ -39,7 +39,7 @@ from torch.nn import functional as F
 
 from grasp_s2r import __version__
 from grasp_s2r.devices import default_device
-from grasp_s2r.files import atomic_write, file_sha256, torch_load_problem
+from grasp_s2r.files import atomic_write, file_sha256, torch_load_problem, weights_problem
 from grasp_s2r.vision.networks.model import build_model, to_input_tensor, two_frame_input
 
 FORMAT_NAME = "grasp_s2r.segmenter"
@@ -234,7 +234,7 @@ class Segmenter:
             model = build_model(ckpt["architecture"], **ckpt["arch_kwargs"])
             model.load_state_dict(ckpt["state_dict"])
         except (ValueError, TypeError, RuntimeError) as e:
-            raise CheckpointError(f"checkpoint {path} does not match its architecture: {str(e).splitlines()[0]}")
+            raise CheckpointError(f"checkpoint {path} does not match its architecture: {weights_problem(e)}")
         meta = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer")}
         return cls(model, input_hw=tuple(ckpt["input_hw"]), config=meta,
                    device=torch.device(device) if device is not None else None,

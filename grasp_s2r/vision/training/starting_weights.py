@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from grasp_s2r.vision.networks.segmenter import CheckpointError, read_checkpoint
+from grasp_s2r.vision.networks.segmenter import CheckpointError, Segmenter, read_checkpoint
 from grasp_s2r.vision.networks.widen import load_widened
 from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, TrainError
 
@@ -22,6 +22,7 @@ def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
     calls it before anything is made or written."""
     try:
         init = read_checkpoint(Path(cfg.init_checkpoint))
+        Segmenter.from_checkpoint(init, "cpu", cfg.init_checkpoint)  # its weights fit the network it names
     except CheckpointError as e:
         raise TrainError(f"--init: {e}") from None
     # a U-Net is fully convolutional: its weights fit any input size (a fine-tune at another camera resolution)
