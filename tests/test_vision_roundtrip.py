@@ -126,6 +126,16 @@ def test_resume_continues_and_guards(trained, capsys):
     assert Segmenter.load(trained / "model.pt").config["step"] == 130
 
 
+def test_a_run_shorter_than_its_validation_interval_resumes_with_more_steps(tmp_path):
+    # GIVEN a 2-step run (its --val-every, 250 by default, capped at its steps: 2)
+    out = tmp_path / "short"
+    short = [a for a in TINY if a not in ("--val-every", "40")]
+    assert main(["train-vision", "--out", str(out), "--steps", "2", *short]) == 0
+    # WHEN resumed with more steps and the same options, THEN it continues (the interval it then asks differs)
+    assert main(["train-vision", "--out", str(out), "--steps", "4", "--resume", *short]) == 0
+    assert Segmenter.load(out / "model.pt").config["step"] == 4
+
+
 def test_a_run_made_before_run_json_still_resumes_through_its_checkpoint(trained, tmp_path, capsys):
     """A run folder of an earlier grasp_s2r (its config only in checkpoint-latest.pt, no run.json) is checked against
     the checkpoint's config, then gets its run.json."""

@@ -103,9 +103,10 @@ def _run_config(cfg: SegmenterTrainConfig, split: dict[str, list[str]]) -> dict[
             "env": cfg.env_config().to_dict(), "background_split": split}
 
 
-RUNTIME_FIELDS = ("steps", "workers")
-"""Training-config fields that are not part of a run's identity: the step count (which may grow on resume) and how
-the data is made (the same items either way)."""
+RUNTIME_FIELDS = ("steps", "workers", "val_every", "checkpoint_every")
+"""Training-config fields that are not part of a run's identity: the step count (which may grow on resume), how
+the data is made (the same items either way), and how often it validates and checkpoints (the same weights either
+way; ``--val-every`` is capped at ``--steps``, so a short run resumed with more steps asks another one)."""
 LEGACY_DEFAULTS = {"crop_px": 0, "full_size_share": 0.0}
 """The values of identity fields added since older runs were made that reproduce those runs (they trained on whole
 images at every step): a resumed old run is checked, and continues, with them."""
