@@ -68,6 +68,8 @@ CASES = [
     ("collect --episodes 1 --out {txt}/sub", "is not a folder"),
     ("collect --episodes 1 --out /proc/grasp-s2r-test", "cannot use /proc/grasp-s2r-test"),
     ("collect --episodes 1 --max-steps 5 --seed 9 --out {ds}", "was made with another config (seed: stored 0, asked 9)"),
+    ("collect --episodes 1 --max-steps 5 --resolution 32 --out {ds}",  # other shapes: named as options, not layouts
+     "was made with another config (env.camera.height_px: stored 64, asked 32"),
     # --- train-vision
     (f"{T} --steps 0", f"{POS}, got 0"),
     (f"{T} --batch-size 0", f"{POS}, got 0"),

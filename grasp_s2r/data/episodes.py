@@ -77,6 +77,9 @@ def init_dataset(root: Path, config: dict[str, Any], features: dict[str, Any], k
             raise DatasetError(f"{root} holds a '{old['kind']}' dataset, not '{kind}'")
         layout = {k: (f["dtype"], f["shape"]) for k, f in json.loads(json.dumps(features)).items()}
         old_layout = {k: (f["dtype"], f["shape"]) for k, f in old.get("features", {}).items()}
+        if layout != old_layout and set(layout) == set(old_layout):  # the same arrays at other shapes: another
+            check_same(old["config"], json.loads(json.dumps(config)), f"{root} was made",  # camera, say
+                       "use a new --out folder", error=DatasetError)
         if layout != old_layout:
             differ = sorted(set(layout) ^ set(old_layout)) or sorted(k for k in layout if layout[k] != old_layout[k])
             hint = (f"; 'grasp-s2r upgrade {root} --out NEW' writes it in the current one" if kind ==
