@@ -47,7 +47,7 @@ FLOAT_MAX = {"--lr": 10.0}
 RAY_WORKERS_MAX = 256
 """``--workers`` per Ray actor (on other machines: not capped at this one's cores)."""
 PATH_OPTIONS = ("--out", "--model", "--policy", "--data", "--demos", "--init", "--backgrounds", "--debs", "--cache",
-                "--allowlist")
+                "--allowlist", "--vision", "--photos", "--check-photos")
 """Options naming a file or folder: an empty value would silently mean the current directory."""
 MEMORY_SHARE = 0.8
 """A command may plan to use at most this share of the memory available when it starts."""

@@ -101,6 +101,14 @@ def comma_list(text: str) -> tuple[str, ...]:
     return tuple(c.strip() for c in text.split(",") if c.strip())
 
 
+def names_list(text: str) -> tuple[str, ...]:
+    """:func:`comma_list` of at least one name (``","`` names none: refused, where an empty list means "all")."""
+    names = comma_list(text)
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected one or more comma-separated names, got {text!r}")
+    return names
+
+
 def comma_text(values: Iterable[Any]) -> str:
     """The inverse of :func:`comma_list`, for ``(default X)``."""
     return ",".join(map(str, values))

@@ -346,6 +346,9 @@ CASES = [
     # --- adapt
     ("adapt --out new", "the following arguments are required: --photos"),
     ("adapt --photos '' --out new", "--photos: an empty path"),
+    ("collect --out new --masks predicted --vision ''", "--vision: an empty path"),
+    (f"{V} --vision ''", "--vision: an empty path"),
+    (f"{D} --photos ''", "--photos: an empty path"),
     ("adapt --photos missing --out new", "--photos missing is not a folder of photos"),
     ("adapt --photos {txt} --out new", "is not a folder of photos"),
     ("adapt --photos {photos1} --out new", "needs at least 2 images"),
@@ -372,6 +375,8 @@ CASES = [
     ("backgrounds", "the following arguments are required: --out"),
     ("backgrounds --out new --packages kde-wallpapers", "is reserved for an independent test"),
     ("backgrounds --out new --packages bogus", "no allowlist for bogus"),
+    ("backgrounds --out new --packages ,", "expected one or more comma-separated names, got ','"),
+    ("backgrounds --out new --allowlist ,", "expected one or more comma-separated names, got ','"),
     ("backgrounds --out {txt} --packages pybullet", "already exists; remove it or choose another --out"),
     ("backgrounds --out new --debs missing", "--debs missing is not a folder"),
     ("backgrounds --out new --allowlist {txt}", "not a JSON allowlist"),

@@ -287,3 +287,15 @@ def test_textures_packed_in_a_zip_of_a_package(tmp_path):
 
     with pytest.raises(AllowlistError, match="Debian packages only"):
         read_allowlist(bad)
+
+
+def test_an_allowlist_that_finds_no_file_writes_no_corpus(debs, tmp_path, capsys):
+    # GIVEN an allowlist whose files are not in its package
+    allow = _allowlist(tmp_path / "allow.json", files=["not-there.png"])
+    # WHEN the corpus is built, THEN it is refused in one line and no corpus (of nothing) is written
+    code = main(["backgrounds", "--out", str(tmp_path / "corpus"), "--debs", str(debs), "--allowlist", str(allow),
+                 "--cache", str(tmp_path / "cache"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "none of the allowlist's files was found" in err, err
+    assert not (tmp_path / "corpus").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".corpus")]

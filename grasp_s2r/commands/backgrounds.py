@@ -8,7 +8,7 @@ import argparse
 import time
 from pathlib import Path
 
-from grasp_s2r.options import UsageError, comma_list
+from grasp_s2r.options import UsageError, names_list
 from grasp_s2r.vision.images.corpus_manifest import sha256_of
 
 RESUME_HINT = "nothing half-made was left; downloaded packages stay in the cache: run the same command again"
@@ -20,9 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pre-downloaded .deb files (`apt-get download PACKAGE`) instead of apt-get")
     parser.add_argument("--cache", type=Path, default=None, metavar="DIR",
                         help="where downloaded packages are kept (default: ~/.cache/grasp_s2r/backgrounds)")
-    parser.add_argument("--packages", type=comma_list, default=(), metavar="P,...",
+    parser.add_argument("--packages", type=names_list, default=(), metavar="P,...",
                         help="only these packages of the allowlist (default: all)")
-    parser.add_argument("--allowlist", type=comma_list, default=("curated",), metavar="FILE,...",
+    parser.add_argument("--allowlist", type=names_list, default=("curated",), metavar="FILE,...",
                         help="your own allowlist (JSON: {\"sources\": [{package, kind, root, files[, archive]}]}) "
                              "instead of the curated one; several are joined, 'curated' names the curated one "
                              "(default: curated)")

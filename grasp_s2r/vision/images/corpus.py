@@ -184,6 +184,10 @@ def _build(tmp: Path, sources: tuple[Source, ...], debs_dir: Path | None, cache_
                        + (f" ({len(lookalikes)} left out: like a held-out photo)" if lookalikes else ""))
     finally:
         bar.close()
+    if not images:  # a corpus of nothing would train on nothing but the embedded photos, and say nothing of it
+        raise CorpusError("none of the allowlist's files was found in its packages (" + ", ".join(
+            f"{p['package']} {p['version']}" for p in packages) + "): no corpus written; check the allowlist's "
+            "roots and file names against the packages' contents")
     manifest = {"format": CORPUS_FORMAT, "format_version": CORPUS_FORMAT_VERSION, "grasp_s2r_version": __version__,
                 "config": {**config, "image_format": image_format, "max_side_px": MAX_PHOTO_SIDE_PX,
                            "sources": [dataclasses.asdict(s) for s in sources]},
