@@ -137,6 +137,7 @@ def test_an_old_dagger_run_folder_still_resumes_and_another_config_is_refused_by
     assert configs.from_dict(DaggerConfig, OLD["dagger_run"]["config"]) == DaggerConfig(out="run")
     store = RunStore(tmp_path)
     store.open(DaggerConfig(out="run", rounds=9).identity(), {})  # more rounds: resumable
+    store.open(DaggerConfig(out="moved/run").identity(), {})  # the folder moved or copied: resumable
     with pytest.raises(ValueError, match=r"another config \(seed: stored 0, asked 1\)"):
         store.open(DaggerConfig(out="run", seed=1).identity(), {})
 

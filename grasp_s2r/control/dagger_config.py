@@ -21,8 +21,8 @@ from grasp_s2r.sim.config import EnvConfig, control_env_config
 
 BetaSchedule = Literal["linear", "exponential"]
 BETA_SCHEDULES: tuple[str, ...] = get_args(BetaSchedule)
-_RESUMABLE_FIELDS = ("rounds", "workers", "backend", "device", "torch_threads")
-"""Config fields that may differ when a run is resumed (e.g. ask for more rounds)."""
+_RESUMABLE_FIELDS = ("rounds", "workers", "backend", "device", "torch_threads", "out")
+"""Config fields that may differ when a run is resumed (e.g. ask for more rounds; the folder moved or copied)."""
 _LEGACY_VALUES = {"observable_expert": False, "out_of_view_prob": 0.0, "table_photo_prob": 0.0, "dropout_prob": 0.0,
                   "search_height_m": 0.22, "first_look_height_m": 0.0, "learner_sees": "mask", "init_policy": ""}
 """Fields added later, left out of a run's identity at the value that reproduces runs made before they existed

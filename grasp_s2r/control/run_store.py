@@ -41,8 +41,8 @@ class RunStore:
 
     def open(self, identity: dict[str, Any], config: dict[str, Any]) -> None:
         """Start the run (write ``run.json``), or check that the folder holds a run of this same ``identity``."""
-        RunRecord(self.out, RUN_FORMAT, RUN_FORMAT_VERSION, "a DAgger run").open(
-            identity, config, hint="use a new --out folder or the same options")
+        RunRecord(self.out, RUN_FORMAT, RUN_FORMAT_VERSION, "a DAgger run").open(  # a record before "out" left
+            identity, config, hint="use a new --out folder or the same options", ignore=("out",))  # its identity
 
     def round_dir(self, r: int) -> Path:
         return self.out / f"round-{r:03d}"
