@@ -136,6 +136,11 @@ def build_assets(root: Path) -> dict[str, Path]:
     blob["state_dict"].pop(next(iter(blob["state_dict"])))
     a["seg_nokey"] = root / "seg_nokey.pt"
     torch.save(blob, a["seg_nokey"])
+    blob = torch.load(a["seg"], weights_only=True)
+    first = next(k for k, v in blob["state_dict"].items() if v.is_floating_point())
+    blob["state_dict"][first] = torch.full_like(blob["state_dict"][first], float("nan"))
+    a["seg_nan"] = root / "seg_nan.pt"  # a diverged training's weights
+    torch.save(blob, a["seg_nan"])
     a["dg_badrecord"] = root / "dagger-bad-record"
     shutil.copytree(a["dg"], a["dg_badrecord"])
     (a["dg_badrecord"] / "run.json").write_text("{oops")

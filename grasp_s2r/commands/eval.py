@@ -67,6 +67,8 @@ def config_from_args(args: argparse.Namespace) -> PolicyEvalConfig:
         if not Path(args.policy).is_file():
             raise UsageError("no controller ships with this install; pass --policy (train one with 'grasp-s2r "
                              "dagger --out DIR')")
+    if Path(args.policy).is_dir() and (Path(args.policy) / "policy.pt").is_file():
+        raise UsageError(f"--policy {args.policy} is a run folder; its controller is {Path(args.policy) / 'policy.pt'}")
     if not Path(args.policy).is_file():
         raise UsageError(f"no controller checkpoint at {args.policy}; train one with 'grasp-s2r dagger --out DIR'")
     if args.backgrounds and not Path(args.backgrounds).is_dir():

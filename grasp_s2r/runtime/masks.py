@@ -88,7 +88,7 @@ def make_mask_source(kind: str, vision_checkpoint: str = "", device: Any = None)
         path = checkpoint_path(vision_checkpoint)
     except ImportError as e:
         raise VisionUnavailable(f"the vision module cannot be imported ({e}); use --masks gt") from None
-    if not path.is_file():
+    if not path.is_file() and not path.is_dir():
         raise VisionUnavailable(
             f"no segmenter checkpoint at {path}: train one with 'grasp-s2r train-vision' and pass --vision, "
             "or use --masks gt")

@@ -146,6 +146,10 @@ def check_threshold(threshold: float) -> float:
 def read_checkpoint(path: Path | str) -> dict[str, Any]:
     """Load and check a checkpoint dict; raises :class:`CheckpointError` with one clear line."""
     path = Path(path)
+    if path.is_dir():
+        inside = [path / name for name in ("model.pt", "segmenter/model.pt") if (path / name).is_file()]
+        raise CheckpointError(f"{path} is a folder, not a checkpoint"
+                              + (f"; its segmenter is {inside[0]}" if inside else ""))
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     try:
@@ -235,6 +239,9 @@ class Segmenter:
             model.load_state_dict(ckpt["state_dict"])
         except (ValueError, TypeError, RuntimeError) as e:
             raise CheckpointError(f"checkpoint {path} does not match its architecture: {weights_problem(e)}")
+        if not all(bool(torch.isfinite(v).all()) for v in model.state_dict().values() if v.is_floating_point()):
+            raise CheckpointError(f"checkpoint {path} holds non-finite weights (a diverged training): its masks "
+                                  "would be noise")
         meta = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer")}
         return cls(model, input_hw=tuple(ckpt["input_hw"]), config=meta,
                    device=torch.device(device) if device is not None else None,
