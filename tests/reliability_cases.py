@@ -292,6 +292,7 @@ CASES = [
     (f"{E} --model {{seg_nan}}", "holds non-finite weights (a diverged training)"),
     (f"{T} --init {{seg_nan}}", "holds non-finite weights (a diverged training)"),
     (f"{V} --masks predicted --vision {{seg_nan}}", "holds non-finite weights (a diverged training)"),
+    (V.replace("--conditions nominal", "--conditions nominal,dropout,nominal"), "condition(s) named twice: nominal"),
     (f"{V} --masks predicted --vision {{tv}}", "{tv} is a folder, not a checkpoint; its segmenter is {tv}/model.pt"),
     # --- eval
     (V.replace("{ctrl}", "missing.pt"), "no controller checkpoint at missing.pt"),

@@ -79,6 +79,8 @@ class PolicyEvalConfig:
             raise ValueError(f"unknown condition(s) {', '.join(unknown)}; known: {', '.join(CONDITIONS)}")
         if not self.conditions:
             raise ValueError(f"no condition to evaluate; name one or more of {', '.join(CONDITIONS)}")
+        if twice := sorted({c for c in self.conditions if self.conditions.count(c) > 1}):
+            raise ValueError(f"condition(s) named twice: {', '.join(twice)} (each runs the same episodes)")
         if self.episodes < 1 or self.workers < 1 or self.media_episodes < 0:
             raise ValueError("episodes and workers must be >= 1, media_episodes >= 0")
 
