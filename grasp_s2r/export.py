@@ -84,17 +84,23 @@ def read_source(path: Path | str) -> Source:
     path = Path(path)
     if not path.is_dir():
         raise ExportError(f"{path} is not a folder")
+    source = None
     try:
         if (path / "meta.json").is_file():
             ds = EpisodeDataset(path)
-            return Source(path, ds.meta["kind"], [(f"{path.name}/{e.path.name}", e) for e in ds], _dataset_env(ds.meta))
+            source = Source(path, ds.meta["kind"], [(f"{path.name}/{e.path.name}", e) for e in ds],
+                            _dataset_env(ds.meta))
         rounds = sorted(p for p in path.glob("round-[0-9][0-9][0-9]") if (p / "meta.json").is_file())
-        if (path / "run.json").is_file() and rounds:
+        if source is None and (path / "run.json").is_file() and rounds:
             sets = [EpisodeDataset(r) for r in rounds]
             eps = [(f"{r.name}/{e.path.name}", e) for r, ds in zip(rounds, sets) for e in ds]
-            return Source(path, "dagger-run", eps, _dataset_env(sets[0].meta))
+            source = Source(path, "dagger-run", eps, _dataset_env(sets[0].meta))
     except DatasetError as e:
         raise ExportError(str(e)) from None
+    if source is not None:
+        if not source.episodes:  # a run stopped before its first episode was written: an empty file would say nothing
+            raise ExportError(f"{path} holds no finished episode yet: nothing to export")
+        return source
     raise ExportError(f"{path} is neither an episode dataset (grasp-s2r collect, a DAgger round-NNN/) nor a DAgger "
                       "run folder")
 

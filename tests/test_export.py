@@ -277,6 +277,19 @@ def test_cli_exports_refuses_what_it_must_not_overwrite_and_says_so_in_one_line(
     assert nodata.returncode == 2 and "neither an episode dataset" in nodata.stderr
 
 
+def test_a_dataset_without_a_finished_episode_is_refused_and_nothing_written(sources, tmp_path):
+    # GIVEN a dataset whose run stopped before its first episode was written (its meta.json only)
+    from grasp_s2r.data.episodes import feature_schema
+
+    empty = tmp_path / "empty"
+    init_dataset(empty, {"seed": 3, "env": ENV.to_dict()}, feature_schema(sources["eps"][0][0]),
+                 "expert-demonstrations")
+    # WHEN exported, THEN refused in one line and no (empty) file written
+    r = _cli("export", str(empty), "--format", "robomimic", "--out", str(tmp_path / "x.hdf5"))
+    assert r.returncode == 2 and "holds no finished episode yet" in r.stderr, r.stderr
+    assert not (tmp_path / "x.hdf5").exists()
+
+
 def test_without_h5py_or_pyarrow_the_command_names_the_extra_to_install(sources, tmp_path):
     for fmt, module in (("robomimic", "h5py"), ("lerobot", "pyarrow")):
         code = (f"import sys; sys.modules[{module!r}] = None; from grasp_s2r.cli import main; "

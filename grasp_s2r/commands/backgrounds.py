@@ -15,7 +15,7 @@ RESUME_HINT = "nothing half-made was left; downloaded packages stay in the cache
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, required=True, help="the corpus folder to make (must not exist)")
+    parser.add_argument("--out", type=Path, required=True, help="the corpus folder to make (a new or empty folder)")
     parser.add_argument("--debs", type=Path, default=None, metavar="DIR",
                         help="pre-downloaded .deb files (`apt-get download PACKAGE`) instead of apt-get")
     parser.add_argument("--cache", type=Path, default=None, metavar="DIR",
