@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,6 +195,7 @@ def add_options(parser: argparse.ArgumentParser, cls: type, options: Iterable[Op
 def config_from_options(cls: type, args: argparse.Namespace, options: Iterable[Option], **given: Any) -> Any:
     """``cls(**given)`` with the fields the user's options set; a value the config refuses -> :class:`UsageError`."""
     overrides: dict[str, Any] = {}
+    options = list(options)
     try:
         for o in options:
             value = getattr(args, o.dest)
@@ -205,7 +207,20 @@ def config_from_options(cls: type, args: argparse.Namespace, options: Iterable[O
                 overrides.update(dict.fromkeys((o.field, *o.also), value))
         return _build(cls, given, overrides)
     except ValueError as e:
-        raise UsageError(str(e).splitlines()[0]) from None
+        raise UsageError(_named_by_option(str(e).splitlines()[0], options)) from None
+
+
+def _named_by_option(message: str, options: Sequence[Option]) -> str:
+    """A config's refusal ("disturbance_prob must be in [0, 1], got 2.0") with the field it starts with named by the
+    option that sets it ("--disturbance-prob must be ..."), as the user typed it; as it is when no option sets it."""
+    flags: dict[str, set[str]] = {}
+    for o in options:
+        for path in (o.field, *o.also) if o.field and o.sets is None else ():
+            flags.setdefault(path.rsplit(".", 1)[-1], set()).add(o.flag)
+    # the field, at the start or after one word naming its config ("camera fov_deg must ..."), before its verdict
+    m = re.match(r"(?:[a-z]+ )?([a-z][a-z0-9_]*)(?= must| is |:)", message)
+    named = flags.get(m[1], set()) if m else set()
+    return next(iter(named)) + message[m.end():] if len(named) == 1 else message
 
 
 def _nest(overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -202,3 +202,17 @@ def test_with_defaults_fills_missing_keys_at_any_depth_and_keeps_stored_values()
     defaults = {"lr": 0.3, "crop_px": 0, "data": {"reshade": {"prob": 0.0, "grey": 0.0}, "mirror": 0.0, "mix": [3]}}
     assert with_defaults(stored, defaults) == {"lr": 0.1, "crop_px": 0, "data": {
         "reshade": {"prob": 0.5, "grey": 0.0}, "mirror": 0.0, "mix": [1, 2]}}
+
+
+def test_a_configs_refusal_names_the_option_that_set_the_field():
+    from grasp_s2r.options import Option, _named_by_option
+
+    options = [Option("--fov", "", "env.camera.fov_deg"), Option("--lr", "", "train.lr"),
+               Option("--a-prob", "", "a.prob"), Option("--b-prob", "", "b.prob")]
+    # the field, alone or after the word naming its config, is told by its option
+    assert _named_by_option("fov_deg must be in [5, 150], got 0.0", options) == "--fov must be in [5, 150], got 0.0"
+    assert _named_by_option("camera fov_deg must be in [5, 150]", options) == "--fov must be in [5, 150]"
+    # a field no option sets, or two options set (which one the user typed is not known), stays as it is
+    assert _named_by_option("seed must be >= 0", options) == "seed must be >= 0"
+    assert _named_by_option("prob must be in [0, 1]", options) == "prob must be in [0, 1]"
+    assert _named_by_option("lr_schedule must be one of", options) == "lr_schedule must be one of"
