@@ -138,6 +138,14 @@ def test_eval_cli_reports_each_condition_with_a_confidence_interval(untrained_po
     assert "perturbation" in table and "95 % CI" in table
 
 
+def test_eval_says_a_video_asked_without_out_is_drawn_nowhere(untrained_policy, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "--policy", str(untrained_policy), "--masks", "gt", "--episodes", "1", "--conditions",
+                 "nominal", "--video", "2", "--quiet", "--workers", "1"]) == 0
+    assert "--video 2 draws nothing without --out DIR" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_eval_cli_rejects_bad_input_in_one_line(untrained_policy, tmp_path, capsys):
     assert main(["eval", "--policy", str(tmp_path / "missing.pt"), "--episodes", "1"]) == 2
     assert main(["eval", "--policy", str(untrained_policy), "--masks", "gt", "--conditions", "rainy-day"]) == 2

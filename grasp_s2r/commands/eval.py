@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from grasp_s2r.agent import default_controller_path
@@ -95,6 +96,9 @@ def _check_backgrounds(cfg: PolicyEvalConfig) -> None:
 
 def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
+    if args.video and not args.out:  # asked for, and nowhere to go
+        print(f"grasp-s2r eval: --video {args.video} draws nothing without --out DIR (where the strips and GIFs go)",
+              file=sys.stderr)
     try:
         results = evaluate_policy(cfg, progress=not args.quiet)
     except FileNotFoundError as e:
