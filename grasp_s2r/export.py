@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from grasp_s2r import GYM_ENV_ID, __version__
 from grasp_s2r.data.episodes import DatasetError, Episode, EpisodeDataset
-from grasp_s2r.files import default_mode, folder_kind
+from grasp_s2r.files import ARTIFACT_KINDS, default_mode, enclosing_artifact, folder_kind
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES, STATE_NAMES
 
@@ -147,6 +147,9 @@ def step_arrays(ep: Episode, learner: bool) -> dict[str, np.ndarray]:
 # --- where the export goes ----------------------------------------------------------------------------------
 def check_out(out: Path, fmt: str, overwrite: bool) -> None:
     if not out.exists():
+        if (inside := enclosing_artifact(out)) is not None:
+            raise ExportError(f"--out {out} lies inside {inside[0]}, which holds "
+                              f"{ARTIFACT_KINDS.get(inside[1], inside[1])}; write the export elsewhere")
         return
     lerobot = fmt == "lerobot"
     ours = out.is_dir() and folder_kind(out) == "export" if lerobot else out.is_file() and _is_our_hdf5(out)

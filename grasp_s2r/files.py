@@ -230,6 +230,15 @@ def folder_kind(folder: Path) -> str | None:
     return _legacy_kind(Path(folder))
 
 
+def enclosing_artifact(path: Path) -> tuple[Path, str] | None:
+    """The nearest folder above ``path`` that holds an artifact, and its kind (:func:`folder_kind`); None when none
+    does: a file written there would land inside another command's output."""
+    for folder in Path(path).absolute().parents:
+        if folder.is_dir() and (kind := folder_kind(folder)) is not None:
+            return folder, kind
+    return None
+
+
 UNREADABLE_LOCK_AGE_S = 10.0
 """An unreadable lock older than this is stale (grasp_s2r 0.1.0 before issue 25 wrote the pid just after creating the file)."""
 

@@ -213,6 +213,7 @@ CASES = [
     (f"{K} --device tpu9", "unknown torch device 'tpu9'"),
     ("calibrate-vision --model {seg} --n-images 2 --out {emptydir}", "--out {emptydir} is a folder"),
     ("calibrate-vision --model {seg} --n-images 2 --out {ds}/model.pt", "holds an episode dataset"),
+    ("calibrate-vision --model {seg} --n-images 2 --out {ds}/episode-000000/seg.pt", "{ds} holds an episode dataset"),
     ("calibrate-vision --model {seg} --n-images 2 --out {er}/model.pt", "holds an end-to-end evaluation"),
     ("calibrate-vision --model {seg} --n-images 2 --out /proc/grasp-s2r-test/model.pt", "/proc/grasp-s2r-test"),
     # --- dagger
@@ -372,6 +373,8 @@ CASES = [
     ("export {tv} --format lerobot --out new", "is neither an episode dataset"),
     ("export {emptydir} --format lerobot --out new", "is neither an episode dataset"),
     ("export {ds} --format lerobot --out {dg}", "is not an earlier lerobot export"),
+    ("export {ds} --format robomimic --out {ds}/demos.hdf5", "lies inside {ds}, which holds an episode dataset"),
+    ("export {ds} --format lerobot --out {dg}/lerobot", "lies inside {dg}, which holds a DAgger run"),
     ("export {ds} --format lerobot --out {tv}", "is not an earlier lerobot export"),
     ("export {ds} --format robomimic --out {txt}", "is not an earlier robomimic export"),
     ("export {ds} --format robomimic --out {ds}", "is not an earlier robomimic export"),

@@ -46,7 +46,7 @@ def check_out(out: Path) -> None:
     """``--out`` must name a file, and not one inside an artifact folder of another kind (a dataset, a DAgger run...):
     a calibrated segmenter goes beside its training run's files or anywhere outside artifact folders. An existing
     file is replaced only when it is a segmenter checkpoint (a controller checkpoint, a text file are refused)."""
-    from grasp_s2r.files import ARTIFACT_KINDS, folder_kind
+    from grasp_s2r.files import ARTIFACT_KINDS, enclosing_artifact
     from grasp_s2r.vision.networks.segmenter import CheckpointError, read_checkpoint
 
     if out.exists() and not out.is_dir():
@@ -60,10 +60,10 @@ def check_out(out: Path) -> None:
     parent = next((a for a in out.absolute().parents if a.exists()), None)
     if parent is None or not parent.is_dir():
         raise UsageError(f"--out {out}: {parent} is not a folder")
-    kind = folder_kind(parent)
-    if kind not in (None, "vision-run"):
-        raise UsageError(f"--out {out}: {parent} holds {ARTIFACT_KINDS.get(kind, kind)}; write the checkpoint "
-                         "elsewhere")
+    inside = enclosing_artifact(out)
+    if inside is not None and not (inside[1] == "vision-run" and inside[0] == parent.absolute()):
+        raise UsageError(f"--out {out}: {inside[0]} holds {ARTIFACT_KINDS.get(inside[1], inside[1])}; write the "
+                         "checkpoint elsewhere")
 
 
 def run(args: argparse.Namespace) -> int:
