@@ -23,7 +23,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,8 @@ class Source:
     episodes: list[tuple[str, Episode]]
     """(label, episode): the label names its folder, e.g. ``round-001/episode-000003``."""
     env: EnvConfig
+    config: dict[str, Any] = field(default_factory=dict)
+    """The config that made the episodes: the dataset's (``meta.json``), or the DAgger run's (``run.json``)."""
 
 
 def require(module: str) -> Any:
@@ -89,12 +91,12 @@ def read_source(path: Path | str) -> Source:
         if (path / "meta.json").is_file():
             ds = EpisodeDataset(path)
             source = Source(path, ds.meta["kind"], [(f"{path.name}/{e.path.name}", e) for e in ds],
-                            _dataset_env(ds.meta))
+                            _dataset_env(ds.meta), ds.meta.get("config", {}))
         rounds = sorted(p for p in path.glob("round-[0-9][0-9][0-9]") if (p / "meta.json").is_file())
         if source is None and (path / "run.json").is_file() and rounds:
             sets = [EpisodeDataset(r) for r in rounds]
             eps = [(f"{r.name}/{e.path.name}", e) for r, ds in zip(rounds, sets) for e in ds]
-            source = Source(path, "dagger-run", eps, _dataset_env(sets[0].meta))
+            source = Source(path, "dagger-run", eps, _dataset_env(sets[0].meta), _run_config(path))
     except DatasetError as e:
         raise ExportError(str(e)) from None
     if source is not None:
@@ -116,10 +118,19 @@ def episodes_bar(src: Source, progress: bool) -> Any:
     return tqdm(src.episodes, unit="ep", desc="export", disable=not progress)
 
 
+def _run_config(run: Path) -> dict[str, Any]:
+    """A DAgger run folder's config (its ``run.json``), or {} where it cannot be read."""
+    try:
+        return dict(json.loads((run / "run.json").read_text()).get("config", {}))
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
 def export_meta(src: Source, fmt: str) -> dict[str, Any]:
-    """The ``grasp_s2r`` block of an export: its format and version, where it came from, the scene config."""
+    """The ``grasp_s2r`` block of an export: its format and version, where it came from, the scene config and the
+    config that made its episodes (``source_config``)."""
     return {"format": fmt, "format_version": EXPORT_FORMAT_VERSION, "source": str(src.path), "kind": src.kind,
-            "package_version": __version__, "env": src.env.to_dict()}
+            "package_version": __version__, "env": src.env.to_dict(), "source_config": src.config}
 
 
 def step_arrays(ep: Episode, learner: bool) -> dict[str, np.ndarray]:

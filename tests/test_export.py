@@ -84,7 +84,9 @@ def test_robomimic_reads_back_with_h5py_as_robomimic_does(sources, tmp_path):
         assert demos == ["demo_0", "demo_1", "demo_2"] and data.attrs["total"] == res["frames"]
         env_args = json.loads(data.attrs["env_args"])  # robomimic's EnvUtils.get_env_type reads "type"
         assert env_args["env_name"] == "grasp_s2r/Grasp-v0" and env_args["type"] == 2 and "env_type" not in env_args
-        assert json.loads(f.attrs["grasp_s2r"])["format_version"] == EXPORT_FORMAT_VERSION
+        block = json.loads(f.attrs["grasp_s2r"])
+        assert block["format_version"] == EXPORT_FORMAT_VERSION
+        assert block["source_config"]["seed"] == 3  # the config that made the episodes travels with them
         assert env_args["env_kwargs"] == {} and env_args["grasp_s2r"]["env"] == json.loads(json.dumps(ENV.to_dict()))
         assert env_args["grasp_s2r"]["proprio_names"] == list(PROPRIO_NAMES)
         for name, (arrays, info) in zip(demos, eps):
