@@ -204,10 +204,12 @@ class ArtifactError(ValueError):
     """A folder that a command must not write into (another kind, foreign files, another writer at work)."""
 
 
-def _legacy_kind(folder: Path) -> str | None:
+def _legacy_kind(folder: Path, nested: bool = True) -> str | None:
+    """The kind a folder written before markers holds, by its files; ``nested=False``: by its own files only, not a
+    sub-folder's (a pipeline's ``demos/meta.json``)."""
     for kind, name, fmt in _LEGACY_SIGNATURES:
         path = folder / name
-        if not path.is_file():
+        if not path.is_file() or (not nested and "/" in name):
             continue
         if fmt is None:
             return kind
@@ -231,10 +233,13 @@ def folder_kind(folder: Path) -> str | None:
 
 
 def enclosing_artifact(path: Path) -> tuple[Path, str] | None:
-    """The nearest folder above ``path`` that holds an artifact, and its kind (:func:`folder_kind`); None when none
-    does: a file written there would land inside another command's output."""
+    """The nearest folder above ``path`` that holds a command's output, and its kind; None when none does: a file
+    written there would land inside it. By the folder's marker, or its own files (not a sub-folder's: ``runs/``,
+    which holds a ``collect --out runs/demos`` dataset, is no pipeline run)."""
     for folder in Path(path).absolute().parents:
-        if folder.is_dir() and (kind := folder_kind(folder)) is not None:
+        if (folder / ARTIFACT_MARKER).is_file():
+            return folder, str(folder_kind(folder))
+        if folder.is_dir() and (kind := _legacy_kind(folder, nested=False)) is not None:
             return folder, kind
     return None
 

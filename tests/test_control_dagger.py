@@ -186,7 +186,7 @@ def test_cli_options_reach_the_config_and_bad_values_are_refused():
                                                          "--blind-start-prob", "0.5"]))
     assert cfg.disturbance_prob == 0.0 and cfg.blind_start_prob == 0.5
     assert cli_dagger.config_from_args(parser.parse_args(["--out", "x"])).disturbance_prob == DaggerConfig.disturbance_prob
-    with pytest.raises(UsageError, match="disturbance_prob"):
+    with pytest.raises(UsageError, match=r"--disturbance-prob must be in \[0, 1\]"):
         cli_dagger.config_from_args(parser.parse_args(["--out", "x", "--disturbance-prob", "1.5"]))
 
 

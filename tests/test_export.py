@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -277,6 +278,17 @@ def test_cli_exports_refuses_what_it_must_not_overwrite_and_says_so_in_one_line(
     assert not list(tmp_path.glob(".tmp-*")), "no temporary file or folder is left behind"
     nodata = _cli("export", str(tmp_path), "--format", "lerobot", "--out", str(tmp_path / "y"))
     assert nodata.returncode == 2 and "neither an episode dataset" in nodata.stderr
+
+
+def test_an_export_beside_its_dataset_is_written_and_one_inside_it_refused(sources, tmp_path):
+    # GIVEN a dataset at runs/demos (docs/export.md's example: its parent then holds a dataset, no artifact itself)
+    runs = tmp_path / "runs"
+    shutil.copytree(sources["demos"], runs / "demos")
+    # WHEN exported beside it, THEN written; WHEN inside it, THEN refused and nothing written there
+    beside = _cli("export", str(runs / "demos"), "--format", "robomimic", "--out", str(runs / "demos.hdf5"))
+    assert beside.returncode == 0 and (runs / "demos.hdf5").is_file(), beside.stderr
+    inside = _cli("export", str(runs / "demos"), "--format", "robomimic", "--out", str(runs / "demos" / "x.hdf5"))
+    assert inside.returncode == 2 and "lies inside" in inside.stderr and not (runs / "demos" / "x.hdf5").exists()
 
 
 def test_a_dataset_without_a_finished_episode_is_refused_and_nothing_written(sources, tmp_path):

@@ -176,7 +176,7 @@ def test_bad_suite_options_are_refused_in_one_line(args, message, capsys):
     (["--mix", "photo=0,texture=0,flat=0,sim_table=0,photo_table=0"], "positive sum"),
     (["--affine-scale", "2,1"], "--affine-scale"),
     (["--reshade-prob", "1.5"], "reshade probabilities"),
-    (["--empty-view-prob", "-1"], "empty_prob"),
+    (["--empty-view-prob", "-1"], "--empty-view-prob must be in [0, 1], got -1.0"),
 ])
 def test_bad_recipe_options_are_refused_in_one_line(args, message, tmp_path, capsys):
     code, text = _run_cli(capsys, "train-vision", "--out", str(tmp_path / "run"), "--steps", "1", *args)
