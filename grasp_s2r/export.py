@@ -86,23 +86,18 @@ def read_source(path: Path | str) -> Source:
     path = Path(path)
     if not path.is_dir():
         raise ExportError(f"{path} is not a folder")
-    source = None
     try:
         if (path / "meta.json").is_file():
             ds = EpisodeDataset(path)
-            source = Source(path, ds.meta["kind"], [(f"{path.name}/{e.path.name}", e) for e in ds],
-                            _dataset_env(ds.meta), ds.meta.get("config", {}))
+            return _with_episodes(Source(path, ds.meta["kind"], [(f"{path.name}/{e.path.name}", e) for e in ds],
+                                         _dataset_env(ds.meta), ds.meta.get("config", {})))
         rounds = sorted(p for p in path.glob("round-[0-9][0-9][0-9]") if (p / "meta.json").is_file())
-        if source is None and (path / "run.json").is_file() and rounds:
+        if (path / "run.json").is_file() and rounds:
             sets = [EpisodeDataset(r) for r in rounds]
             eps = [(f"{r.name}/{e.path.name}", e) for r, ds in zip(rounds, sets) for e in ds]
-            source = Source(path, "dagger-run", eps, _dataset_env(sets[0].meta), _run_config(path))
+            return _with_episodes(Source(path, "dagger-run", eps, _dataset_env(sets[0].meta), _run_config(path)))
     except DatasetError as e:
         raise ExportError(str(e)) from None
-    if source is not None:
-        if not source.episodes:  # a run stopped before its first episode was written: an empty file would say nothing
-            raise ExportError(f"{path} holds no finished episode yet: nothing to export")
-        return source
     raise ExportError(f"{path} is neither an episode dataset (grasp-s2r collect, a DAgger round-NNN/) nor a DAgger "
                       "run folder")
 
@@ -116,6 +111,14 @@ def learner_queried(src: Source) -> bool:
 def episodes_bar(src: Source, progress: bool) -> Any:
     """``src.episodes`` with a progress bar on stderr when ``progress``."""
     return tqdm(src.episodes, unit="ep", desc="export", disable=not progress)
+
+
+def _with_episodes(source: Source) -> Source:
+    """``source``, unless it holds no finished episode (a run stopped before its first was written): an empty export
+    would say nothing."""
+    if not source.episodes:
+        raise ExportError(f"{source.path} holds no finished episode yet: nothing to export")
+    return source
 
 
 def _run_config(run: Path) -> dict[str, Any]:

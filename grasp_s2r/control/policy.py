@@ -37,7 +37,7 @@ from torch.nn import functional as F
 
 from grasp_s2r import __version__
 from grasp_s2r.control.memory import N_MEMORY, N_MOMENTS
-from grasp_s2r.devices import default_device
+from grasp_s2r.devices import default_device, weights_finite
 from grasp_s2r.files import atomic_write, torch_load_problem, weights_problem
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES
@@ -274,7 +274,7 @@ class Policy:
 
     def weights_finite(self) -> bool:
         """Whether every weight is a finite number (NaN actions would stall the simulator)."""
-        return all(bool(torch.isfinite(p).all()) for p in self.net.state_dict().values() if p.is_floating_point())
+        return weights_finite(self.net)
 
 
 def trained_scene(blob: dict[str, Any]) -> EnvConfig:

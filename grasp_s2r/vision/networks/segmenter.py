@@ -38,7 +38,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from grasp_s2r import __version__
-from grasp_s2r.devices import default_device
+from grasp_s2r.devices import default_device, weights_finite
 from grasp_s2r.files import atomic_write, file_sha256, torch_load_problem, weights_problem
 from grasp_s2r.vision.networks.model import build_model, to_input_tensor, two_frame_input
 
@@ -239,7 +239,7 @@ class Segmenter:
             model.load_state_dict(ckpt["state_dict"])
         except (ValueError, TypeError, RuntimeError) as e:
             raise CheckpointError(f"checkpoint {path} does not match its architecture: {weights_problem(e)}")
-        if not all(bool(torch.isfinite(v).all()) for v in model.state_dict().values() if v.is_floating_point()):
+        if not weights_finite(model):
             raise CheckpointError(f"checkpoint {path} holds non-finite weights (a diverged training): its masks "
                                   "would be noise")
         meta = {k: v for k, v in ckpt.items() if k not in ("state_dict", "optimizer")}
