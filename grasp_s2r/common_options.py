@@ -57,3 +57,14 @@ def check_backend(cfg: BackendConfig) -> None:
             import_ray()
         except BackendUnavailable as e:
             raise UsageError(str(e)) from None
+
+
+def check_photo_folder(flag: str, folder: str) -> None:
+    """Read the photos of ``folder`` once, as the env workers will mid-run (at least two readable images; not a
+    corpus of training photos): :class:`UsageError` naming ``flag`` otherwise."""
+    from grasp_s2r.runtime.conditions import load_photos
+
+    try:
+        load_photos(folder)
+    except (ValueError, FileNotFoundError) as e:  # vision's BackgroundError is a ValueError
+        raise UsageError(f"{flag}: {e}") from None

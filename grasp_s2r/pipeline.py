@@ -116,7 +116,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     t = _stage("evaluate the segmentation network on every test suite (held-out split)", 2, total)
     vision_report, _ = evaluate_suites(model, list(SUITES), backgrounds_dir=backgrounds, latency_frames=0,
                                        cfg=VisionEvalConfig(n_images=cfg.vision_eval_images, seed=cfg.seed + 1))
-    write_json(vision_dir / "eval.json", {**vision_report, "package_version": __version__}, indent=2)
+    write_json(vision_dir / "eval.json", vision_report, indent=2)
     print(format_suite_table(vision_report["suites"],
                              f"eval-vision: {model}, {cfg.vision_eval_images} images per suite"))
     seconds["eval-vision"] = time.perf_counter() - t

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from grasp_s2r.adapt import AdaptConfig, adapt
+from grasp_s2r.common_options import check_photo_folder
 from grasp_s2r.options import Option, UsageError, add_options, config_from_options, non_negative_int, positive_int
 
 OPTIONS = (
@@ -42,8 +43,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grasp_s2r.runtime.conditions import load_photos
-
     try:
         cfg = config_from_options(AdaptConfig, args, OPTIONS)
     except ValueError as e:
@@ -55,9 +54,6 @@ def run(args: argparse.Namespace) -> int:
             continue
         if not Path(folder).is_dir():
             raise UsageError(f"{flag} {folder} is not a folder of photos")
-        try:  # read every photo once here: the env workers would stop mid-run on a bad one
-            load_photos(folder)
-        except (ValueError, FileNotFoundError) as e:
-            raise UsageError(f"{flag}: {e}") from None
+        check_photo_folder(flag, folder)  # every photo read once here: the env workers would stop mid-run on one
     adapt(cfg, progress=not args.no_progress)
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from grasp_s2r.common_options import backend_options, check_backend, env_options
+from grasp_s2r.common_options import backend_options, check_backend, check_photo_folder, env_options
 from grasp_s2r.control.dagger import DaggerConfig, check_demos, run_dagger
 from grasp_s2r.data.episodes import DatasetError
 from grasp_s2r.options import (
@@ -20,7 +20,6 @@ from grasp_s2r.options import (
 )
 from grasp_s2r.run_record import RunRecordError
 from grasp_s2r.runtime.backend import BackendUnavailable
-from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.runtime.masks import VisionUnavailable, make_mask_source
 from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
 
@@ -135,11 +134,8 @@ def check_inputs(cfg: DaggerConfig) -> None:
             raise UsageError("--gripper-input with predicted masks needs a segmenter that predicts the fingers' mask: "
                              "the packaged gripper head was not trained on this --vision (train one with "
                              "'grasp-s2r train-gripper --vision CKPT'), or use --masks gt")
-    if cfg.backgrounds not in ("", "train"):  # your photos: read once here, as the env workers would mid-run
-        try:
-            load_photos(cfg.backgrounds)
-        except (ValueError, FileNotFoundError) as e:  # vision's BackgroundError is a ValueError
-            raise UsageError(f"--photos: {e}") from None
+    if cfg.backgrounds not in ("", "train"):  # your photos
+        check_photo_folder("--photos", cfg.backgrounds)
     if cfg.demos:
         try:
             check_demos(cfg)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from grasp_s2r.agent import default_controller_path
-from grasp_s2r.common_options import backend_options, check_backend
+from grasp_s2r.common_options import backend_options, check_backend, check_photo_folder
 from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy, results_table
 from grasp_s2r.options import (
     Option,
@@ -21,7 +21,7 @@ from grasp_s2r.options import (
     torch_device,
 )
 from grasp_s2r.runtime.backend import BackendUnavailable
-from grasp_s2r.runtime.conditions import CONDITIONS, load_photos, resolve_condition
+from grasp_s2r.runtime.conditions import CONDITIONS, resolve_condition
 from grasp_s2r.runtime.masks import VisionUnavailable
 
 RESUME_HINT = "an evaluation keeps no partial results: run the same command again"
@@ -88,10 +88,7 @@ def _check_backgrounds(cfg: PolicyEvalConfig) -> None:
     used = any(cfg.backgrounds in (c.backgrounds, c.table_photos)
                for c in (resolve_condition(name, cfg.backgrounds) for name in cfg.conditions))
     if used:
-        try:
-            load_photos(cfg.backgrounds)
-        except (ValueError, FileNotFoundError) as e:  # vision's BackgroundError is a ValueError
-            raise UsageError(f"--backgrounds: {e}") from None
+        check_photo_folder("--backgrounds", cfg.backgrounds)
 
 
 def run(args: argparse.Namespace) -> int:

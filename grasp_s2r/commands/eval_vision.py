@@ -8,7 +8,6 @@ from pathlib import Path
 
 import torch
 
-from grasp_s2r import __version__
 from grasp_s2r.drawing import save_overlay_grid
 from grasp_s2r.files import ArtifactFolder, write_json
 from grasp_s2r.options import (
@@ -82,11 +81,6 @@ def _suites(args: argparse.Namespace) -> list[str]:
         raise UsageError(f"--suite: {e}") from None
 
 
-def _write_json(report: dict, path: Path) -> None:
-    """The report with the package's version, atomically; undefined metrics (NaN) written as null."""
-    write_json(path, {**report, "package_version": __version__}, indent=2)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -127,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
                 print(format_width_table(rows, f"by sphere width ({name}): found = at least one sphere pixel "
                                                "predicted"))
         report_path = args.out / "metrics.json"
-        _write_json(report, report_path)
+        write_json(report_path, report, indent=2)  # undefined metrics (NaN) as null
         print(f"eval-vision: wrote {report_path}")
         if args.save_overlays:
             for name, result in results.items():

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from grasp_s2r import __version__
 from grasp_s2r.bounds import require_images
 from grasp_s2r.configs import to_dict
 from grasp_s2r.vision.evaluation.metrics import confusion_counts, metrics_by_width, summarize
@@ -117,7 +118,7 @@ def _evaluate_loaded(segmenter: Segmenter, model_path: Path, *, cfg: VisionEvalC
     pred = predict_all(segmenter, images, cfg.batch_size)
     counts = confusion_counts(pred, target)
     report = {
-        "format": EVAL_FORMAT_NAME, "format_version": EVAL_FORMAT_VERSION,
+        "format": EVAL_FORMAT_NAME, "format_version": EVAL_FORMAT_VERSION, "package_version": __version__,
         "model": {"path": str(Path(model_path).resolve()), "architecture": segmenter.config["architecture"],
                   "input_hw": list(hw), "step": segmenter.config.get("step"), "threshold": segmenter.threshold,
                   "tiling": segmenter.tiling.as_dict() if segmenter.tiling else None},
@@ -159,7 +160,8 @@ def evaluate_suites(model_path: Path, suites: list[str], *, cfg: VisionEvalConfi
         if cpu is not None:
             rows[name].update(latency_ms(cpu, result.images[:64], repeats=latency_frames))
     first = next(iter(results.values())).report
-    report = {"format": EVAL_FORMAT_NAME, "format_version": EVAL_FORMAT_VERSION, "model": first["model"],
+    report = {"format": EVAL_FORMAT_NAME, "format_version": EVAL_FORMAT_VERSION, "package_version": __version__,
+              "model": first["model"],
               "config": {**cfg.to_dict(), "suite": list(suites)}, "device": first["device"], "suites": rows,
               "by_width": {name: r.report["by_width"] for name, r in results.items()}}
     return report, results
