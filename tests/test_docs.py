@@ -50,8 +50,9 @@ def anchors(path: Path) -> set[str]:
 
 def links(path: Path) -> list[tuple[int, str]]:
     """(line, target) of the relative links of ``path``'s prose (inline code left out), across line breaks too."""
-    text = "\n".join(f"{line}" for _, line in prose_lines(path))
-    numbers = [i for i, _ in prose_lines(path)]
+    prose = prose_lines(path)
+    text = "\n".join(line for _, line in prose)
+    numbers = [i for i, _ in prose]
     found = []
     for m in LINK.finditer(re.sub(r"`[^`\n]*`", lambda c: " " * len(c[0]), text)):
         target = m[1]
