@@ -3,6 +3,8 @@ dagger, eval). Each command's config holds an ``env: EnvConfig`` and ``workers``
 
 from __future__ import annotations
 
+import argparse
+
 from grasp_s2r.options import Option, UsageError, non_negative_int, positive_int
 from grasp_s2r.runtime.backend import BackendConfig, BackendUnavailable
 from grasp_s2r.runtime.ray_backend import import_ray
@@ -57,6 +59,14 @@ def check_backend(cfg: BackendConfig) -> None:
             import_ray()
         except BackendUnavailable as e:
             raise UsageError(str(e)) from None
+
+
+def check_vision_read(args: argparse.Namespace, masks: str) -> None:
+    """``--vision`` given beside ``--masks gt``, where no segmenter is read (a mistyped checkpoint would pass
+    unnoticed, and the run would not be the one asked for): :class:`UsageError`."""
+    if getattr(args, "vision", None) is not None and masks == "gt":
+        raise UsageError(f"--vision {args.vision} is read only with --masks predicted (--masks gt gives the controller "
+                         "the ground-truth masks): drop one of the two")
 
 
 def check_photo_folder(flag: str, folder: str) -> None:

@@ -13,7 +13,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -148,6 +148,20 @@ def write_json(path: Path, obj: Any, **dumps: Any) -> None:
     """``obj`` as strict JSON (:func:`json_safe`; ``dumps``: ``json.dumps``' options, e.g. ``indent``), written
     atomically (:func:`atomic_write`)."""
     atomic_write(Path(path), json.dumps(json_safe(obj), allow_nan=False, **dumps).encode())
+
+
+def remove_unwritten(folder: Path, names: Iterable[str], written: Iterable[Path]) -> list[str]:
+    """Remove each file ``folder/NAME`` of ``names`` (every file a command may write there) that is not in
+    ``written`` (what its run just wrote): a run into the folder of an earlier one leaves none of that run's
+    pictures beside its new report. Returns the names removed, in ``names``' order; other files stay."""
+    keep = {Path(w).resolve() for w in written}
+    removed = []
+    for name in names:
+        path = Path(folder) / name
+        if path.is_file() and path.resolve() not in keep:
+            path.unlink()
+            removed.append(name)
+    return removed
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -25,6 +25,7 @@ VP = V.replace("--masks gt", "--masks predicted")
 P = "pipeline --out new --workers 1"
 POS = "expected a positive integer"
 NONNEG = "expected a non-negative integer"
+UNREACHABLE = "cannot reach the Ray cluster at '127.0.0.1:1'"
 
 CASES = [
     # --- no command, unknown command
@@ -57,6 +58,8 @@ CASES = [
     (f"{C} --backend spark", "invalid choice: 'spark'"),
     (f"{C} --ray-actors 2", "--ray-address / --ray-actors need --backend ray"),
     (f"{C} --ray-actors -1", f"{NONNEG}, got -1"),
+    (f"{C} --masks gt --vision missing.pt", "--vision missing.pt is read only with --masks predicted"),
+    (f"{C} --backend ray --ray-address 127.0.0.1:1", UNREACHABLE),  # refused at once, nothing written
     ("collect --episodes 1 --out {dg}", "holds a DAgger run (grasp-s2r dagger), not an episode dataset"),
     ("collect --episodes 1 --out {tv}", "holds a segmenter training run"),
     ("collect --episodes 1 --out {ve}", "holds a segmenter evaluation"),
@@ -239,6 +242,8 @@ CASES = [
     (f"{D} --dropout-prob -1", "--dropout-prob must be in [0, 1]"),
     (f"{D} --backend spark", "invalid choice: 'spark'"),
     (f"{D} --ray-address auto", "--ray-address / --ray-actors need --backend ray"),
+    (f"{D} --backend ray --ray-address 127.0.0.1:1", UNREACHABLE),
+    (f"{D} --vision missing.pt", "--vision missing.pt is read only with --masks predicted"),
     (f"{D} --workers 0", f"{POS}, got 0"),
     (f"{D} --threads 0", f"{POS}, got 0"),
     (f"{D} --train-steps 0", f"{POS}, got 0"),
@@ -323,6 +328,8 @@ CASES = [
     (f"{V} --device tpu9", "unknown torch device 'tpu9'"),
     (f"{V} --backend spark", "invalid choice: 'spark'"),
     (f"{V} --ray-actors 3", "--ray-address / --ray-actors need --backend ray"),
+    (f"{V} --backend ray --ray-address 127.0.0.1:1", UNREACHABLE),
+    (f"{V} --vision missing.pt", "--vision missing.pt is read only with --masks predicted"),
     (V.replace("--out new", "--out {ds}"), "holds an episode dataset"),
     (V.replace("--out new", "--out {tv}"), "holds a segmenter training run"),
     (V.replace("--out new", "--out {dg}"), "holds a DAgger run"),

@@ -138,6 +138,19 @@ def test_eval_cli_reports_each_condition_with_a_confidence_interval(untrained_po
     assert "perturbation" in table and "95 % CI" in table
 
 
+def test_eval_again_into_its_folder_leaves_no_picture_of_the_earlier_run(untrained_policy, tmp_path):
+    out = tmp_path / "eval"
+    base = ["eval", "--policy", str(untrained_policy), "--masks", "gt", "--episodes", "1", "--out", str(out),
+            "--quiet", "--workers", "1"]
+    assert main([*base, "--conditions", "nominal,perturbation", "--video", "1"]) == 0
+    (out / "notes.txt").write_text("mine")
+    assert main([*base, "--conditions", "nominal", "--video", "1"]) == 0
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "eval.json", "nominal.gif", "nominal.png", "notes.txt"]  # the user's own file stays
+    assert main([*base, "--conditions", "nominal", "--video", "0"]) == 0
+    assert not (out / "nominal.png").exists() and not (out / "nominal.gif").exists()
+
+
 def test_eval_says_a_video_asked_without_out_is_drawn_nowhere(untrained_policy, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["eval", "--policy", str(untrained_policy), "--masks", "gt", "--episodes", "1", "--conditions",

@@ -77,6 +77,10 @@ def test_eval_on_folder_writes_json_and_overlays(folder, tiny_ckpt, tmp_path, ca
     assert m["tp_px"] + m["fn_px"] == int(masks.sum())
     overlay = cv2.imread(str(out / "overlays.png"))
     assert overlay is not None and overlay.shape[0] > 16
+    # again into the same folder without overlays: the earlier picture does not stay beside the new metrics.json
+    assert main(["eval-vision", "--model", str(tiny_ckpt), "--data", str(folder), "--out", str(out),
+                 "--threads", "1"]) == 0
+    assert (out / "metrics.json").is_file() and not (out / "overlays.png").exists()
 
 
 @pytest.mark.parametrize("breakage, message", [

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from grasp_s2r.collect import CollectConfig, collect
-from grasp_s2r.common_options import backend_options, check_backend, env_options
+from grasp_s2r.common_options import backend_options, check_backend, check_vision_read, env_options
 from grasp_s2r.data.episodes import DatasetError, episode_dirname
 from grasp_s2r.options import Option, UsageError, add_options, config_from_options, non_negative_int, positive_int
 from grasp_s2r.runtime.backend import BackendUnavailable
@@ -38,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> CollectConfig:
     cfg = config_from_options(CollectConfig, args, OPTIONS)
     check_backend(cfg.backend)
+    check_vision_read(args, cfg.masks)
     return cfg
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from grasp_s2r.common_options import backend_options, check_backend, check_photo_folder, env_options
+from grasp_s2r.common_options import backend_options, check_backend, check_photo_folder, check_vision_read, env_options
 from grasp_s2r.control.dagger import DaggerConfig, check_demos, run_dagger
 from grasp_s2r.data.episodes import DatasetError
 from grasp_s2r.options import (
@@ -147,6 +147,7 @@ def check_inputs(cfg: DaggerConfig) -> None:
 def config_from_args(args: argparse.Namespace) -> DaggerConfig:
     cfg = config_from_options(DaggerConfig, args, OPTIONS, out=args.out)
     check_backend(cfg.backend)
+    check_vision_read(args, cfg.masks)
     return cfg
 
 

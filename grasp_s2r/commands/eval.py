@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from grasp_s2r.agent import default_controller_path
-from grasp_s2r.common_options import backend_options, check_backend, check_photo_folder
+from grasp_s2r.common_options import backend_options, check_backend, check_photo_folder, check_vision_read
 from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy, results_table
 from grasp_s2r.options import (
     Option,
@@ -76,6 +76,7 @@ def config_from_args(args: argparse.Namespace) -> PolicyEvalConfig:
         raise UsageError(f"--backgrounds {args.backgrounds} is not a folder")
     cfg = config_from_options(PolicyEvalConfig, args, OPTIONS, policy=args.policy)
     check_backend(cfg.backend)
+    check_vision_read(args, cfg.masks)
     _check_backgrounds(cfg)
     return cfg
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from grasp_s2r.drawing import save_overlay_grid
-from grasp_s2r.files import ArtifactFolder, write_json
+from grasp_s2r.files import ArtifactFolder, remove_unwritten, write_json
 from grasp_s2r.options import (
     Option,
     UsageError,
@@ -123,10 +123,13 @@ def run(args: argparse.Namespace) -> int:
         report_path = args.out / "metrics.json"
         write_json(report_path, report, indent=2)  # undefined metrics (NaN) as null
         print(f"eval-vision: wrote {report_path}")
+        overlays = []
         if args.save_overlays:
             for name, result in results.items():
                 idx = _overlay_order(result)
-                path = args.out / ("overlays.png" if len(results) == 1 else f"overlays-{name}.png")
-                save_overlay_grid(result.images[idx], result.pred[idx], result.target[idx], path)
-                print(f"eval-vision: wrote {path} (TP green, FP red, FN blue; images with errors first)")
+                overlays.append(args.out / ("overlays.png" if len(results) == 1 else f"overlays-{name}.png"))
+                save_overlay_grid(result.images[idx], result.pred[idx], result.target[idx], overlays[-1])
+                print(f"eval-vision: wrote {overlays[-1]} (TP green, FP red, FN blue; images with errors first)")
+        # an earlier run's overlays would sit beside this run's metrics.json as if they were its own
+        remove_unwritten(args.out, ["overlays.png", *(f"overlays-{suite}.png" for suite in SUITES)], overlays)
     return 0

@@ -24,8 +24,8 @@ from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import write_gif, write_strip
-from grasp_s2r.files import ArtifactFolder, atomic_write
-from grasp_s2r.runtime.backend import BackendConfig, open_runner
+from grasp_s2r.files import ArtifactFolder, atomic_write, remove_unwritten
+from grasp_s2r.runtime.backend import BackendConfig, connected, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS, resolve_condition
 from grasp_s2r.runtime.masks import MaskInput, make_mask_source
 from grasp_s2r.runtime.records import EpisodeRequest
@@ -99,10 +99,11 @@ def results_table(results: dict[str, Any]) -> str:
 
 def evaluate_policy(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     """Success rate per condition; also writes ``cfg.out/eval.json`` and the pictures when ``cfg.out`` is set."""
-    if cfg.out:
-        with ArtifactFolder(Path(cfg.out), "eval-report"):
-            return _evaluate(cfg, progress)
-    return _evaluate(cfg, progress)
+    with connected(cfg.backend):  # Ray reached before the report's folder is claimed
+        if cfg.out:
+            with ArtifactFolder(Path(cfg.out), "eval-report"):
+                return _evaluate(cfg, progress)
+        return _evaluate(cfg, progress)
 
 
 def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
@@ -124,6 +125,7 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
         "conditions": {},
     }
     t_start = time.perf_counter()
+    pictures: list[Path] = []
     with open_runner(cfg.backend, env_config, cfg.workers, torch_threads=cfg.torch_threads) as pool:
         for name in cfg.conditions:
             cond = resolve_condition(name, cfg.backgrounds or None)
@@ -144,10 +146,12 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
             }
             shown = [r for r in recs if r.arrays]
             if out is not None and shown:
-                write_strip(shown, out / f"{name}.png")
-                write_gif(shown, out / f"{name}.gif")
+                pictures += [out / f"{name}.png", out / f"{name}.gif"]
+                write_strip(shown, pictures[-2])
+                write_gif(shown, pictures[-1])
             tqdm.write(f"{name:<22} {format_rate(k, n)}")
     results["seconds"] = time.perf_counter() - t_start
     if out is not None:
         atomic_write(out / "eval.json", json.dumps(results, indent=2).encode())
+        remove_unwritten(out, [f"{c}{ext}" for c in CONDITIONS for ext in (".png", ".gif")], pictures)
     return results

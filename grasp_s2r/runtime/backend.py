@@ -9,7 +9,8 @@ interface, so Ray is added once, here and in :mod:`grasp_s2r.runtime.ray_backend
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol, Self
 
 from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
@@ -59,3 +60,18 @@ def open_runner(cfg: BackendConfig, env: EnvConfig, workers: int, expert: Expert
     return RayRunner(env, workers_per_actor=workers, expert_config=expert, address=cfg.ray_address,
                      n_actors=cfg.ray_actors, torch_threads=torch_threads, observable_expert=observable_expert,
                      search=search)
+
+
+@contextmanager
+def connected(cfg: BackendConfig, n_actors: int = 0) -> Iterator[None]:
+    """``with connected(cfg):`` the backend reachable for the block: Ray started or its cluster joined (and shut
+    down after, if this started it), nothing for the local backend. Commands enter it before they write their
+    ``--out``, so that Ray missing or an unreachable ``--ray-address`` is refused with nothing written
+    (:class:`BackendUnavailable`); the runners opened inside use that runtime."""
+    if cfg.backend == "local":
+        yield
+        return
+    from grasp_s2r.runtime.ray_backend import ray_session
+
+    with ray_session(cfg.ray_address, n_actors or cfg.ray_actors):
+        yield

@@ -25,9 +25,11 @@ import hashlib
 import logging
 import math
 import os
+import socket
 import tempfile
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -54,6 +56,57 @@ def import_ray() -> Any:
     except ImportError:
         raise BackendUnavailable(f"--backend ray needs Ray, which is not installed: {RAY_INSTALL_HINT}") from None
     return ray
+
+
+REACH_TIMEOUT_S = 5.0
+"""How long a cluster's ``host:port`` may take to accept a TCP connection before it is called unreachable (Ray
+itself retries an unreachable address for minutes, silently)."""
+
+
+def check_reachable(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """Raise :class:`BackendUnavailable` unless ``address``, a cluster's ``host:port``, accepts a TCP connection
+    within ``timeout_s``. Other forms ("auto", "ray://...", "local") are Ray's to judge: it answers them at once."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise BackendUnavailable(f"cannot reach the Ray cluster at {address!r}: {e.strerror or e} (is `ray start "
+                                 "--head` running there, and is this its GCS port, 6379 by default?)") from None
+
+
+def start_ray(address: str = "", n_actors: int = 0) -> bool:
+    """Join the Ray cluster at ``address`` ("": start a local runtime of this machine's cores, at least
+    ``n_actors``) unless Ray is already initialized in this process; True when this call started it (its caller
+    shuts it down). Raises :class:`BackendUnavailable` (one line) when it cannot."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    if address:
+        check_reachable(address)
+    kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+    try:
+        if address:
+            ray.init(address=address, **kw)
+        else:  # Ray lowers its workers' priority (niceness 15) by default: the env steps are the job here
+            ray.init(num_cpus=max(os.cpu_count() or 1, n_actors), _system_config={"worker_niceness": 0}, **kw)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = f"the Ray cluster at {address!r}" if address else "a local Ray runtime"
+        raise BackendUnavailable(f"cannot start {where}: {str(e).splitlines()[0]}") from None
+    return True
+
+
+@contextmanager
+def ray_session(address: str = "", n_actors: int = 0) -> Iterator[None]:
+    """``with ray_session(...):`` Ray started or joined (:func:`start_ray`) for the block, shut down after it if
+    this started it: the commands connect first, so that an unreachable cluster writes nothing."""
+    started = start_ray(address, n_actors)
+    try:
+        yield
+    finally:
+        if started:
+            import_ray().shutdown()
 
 
 def _policy_bytes(policy: Policy) -> bytes:
@@ -123,17 +176,7 @@ class RayRunner:
         self.search = search or SearchConfig()
         self.env_config, self.workers_per_actor, self.torch_threads = env_config, workers_per_actor, torch_threads
         self.expert_config = expert_config or ExpertConfig()
-        self._started = not ray.is_initialized()
-        if self._started:
-            kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
-            try:
-                if address:
-                    ray.init(address=address, **kw)
-                else:  # Ray lowers its workers' priority (niceness 15) by default: the env steps are the job here
-                    ray.init(num_cpus=max(os.cpu_count() or 1, n_actors), _system_config={"worker_niceness": 0}, **kw)
-            except (ConnectionError, RuntimeError, ValueError) as e:
-                where = f"the Ray cluster at {address!r}" if address else "a local Ray runtime"
-                raise BackendUnavailable(f"cannot start {where}: {str(e).splitlines()[0]}") from None
+        self._started = start_ray(address, n_actors)
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         self.n_actors = n_actors or max(1, nodes)
         self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(_NodeRunner)
