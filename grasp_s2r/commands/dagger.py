@@ -6,6 +6,7 @@ import argparse
 
 from grasp_s2r.common_options import backend_options, check_backend, check_photo_folder, check_vision_read, env_options
 from grasp_s2r.control.dagger import DaggerConfig, check_demos, run_dagger
+from grasp_s2r.control.policy import ControllerCheckpointError
 from grasp_s2r.data.episodes import DatasetError
 from grasp_s2r.options import (
     Option,
@@ -160,13 +161,9 @@ def run(args: argparse.Namespace) -> int:
         if e.filename is not None:
             raise  # a path that cannot be made (e.g. --out under /proc): the CLI's one line names it
         raise UsageError(str(e)) from None
-    except (VisionUnavailable, DatasetError, BackendUnavailable, TensorBoardUnavailable, RunRecordError) as e:
+    except (VisionUnavailable, DatasetError, BackendUnavailable, TensorBoardUnavailable, RunRecordError,
+            ControllerCheckpointError) as e:
         raise UsageError(str(e)) from None
-    except ValueError as e:
-        if ("another config" in str(e) or "format" in str(e) or "controller checkpoint" in str(e) or "diverged" in str(e)
-                or str(e).startswith("--init")):
-            raise UsageError(str(e)) from None
-        raise
     chosen = next(r for r in result.rows if r["round"] == result.selected_round)
     print(f"controller: {result.policy_path}  (round {chosen['round']}, success "
           f"{100 * chosen['dagger_success_rate']:.1f} % over {chosen['eval_episodes']} evaluation episodes)")

@@ -31,7 +31,7 @@ from grasp_s2r.control.dagger_config import (  # noqa: F401 - re-exported: the p
     DaggerConfig,
     beta_for_round,
 )
-from grasp_s2r.control.policy import Policy
+from grasp_s2r.control.policy import ControllerCheckpointError, Policy
 from grasp_s2r.control.run_store import ROUND_KIND, RunStore
 from grasp_s2r.control.train import fit, load_labels
 from grasp_s2r.control.training_episodes import TrainingEpisodes
@@ -95,14 +95,15 @@ def check_demos(cfg: DaggerConfig) -> EpisodeDataset:
 
 
 def load_init_policy(cfg: DaggerConfig, device: torch.device | str | None = None) -> Policy:
-    """The controller of ``cfg.init_policy``, which round 0 trains on from; ValueError (starting "--init") when it is
-    missing or unreadable, or its architecture is not the run's ``policy`` (its features would not match)."""
+    """The controller of ``cfg.init_policy``, which round 0 trains on from; :class:`ControllerCheckpointError`
+    (starting "--init") when it is missing or unreadable, or its architecture is not the run's ``policy`` (its
+    features would not match)."""
     try:
         policy, _ = Policy.load(Path(cfg.init_policy), device)
-    except (FileNotFoundError, ValueError) as e:
-        raise ValueError(f"--init: {e}") from None
+    except (FileNotFoundError, ControllerCheckpointError) as e:
+        raise ControllerCheckpointError(f"--init: {e}") from None
     if policy.cfg != cfg.policy:
-        raise ValueError(f"--init {cfg.init_policy}: a controller of architecture {to_dict(policy.cfg)}, not this "
+        raise ControllerCheckpointError(f"--init {cfg.init_policy}: a controller of architecture {to_dict(policy.cfg)}, not this "
                          f"run's {to_dict(cfg.policy)} (give the options it was trained with, e.g. --memory)")
     return policy
 

@@ -172,17 +172,22 @@ def actions_from_outputs(xyz: torch.Tensor, grip_logit: torch.Tensor) -> np.ndar
     return torch.cat([xyz, grip[:, None]], dim=1).double().cpu().numpy()
 
 
+class ControllerCheckpointError(ValueError):
+    """A controller checkpoint that cannot be used: unreadable, of another format or version, damaged, diverged
+    (one line naming the file, for the user)."""
+
+
 def read_policy_blob(path: Path) -> dict[str, Any]:
     """The dict of a controller checkpoint, read with ``weights_only=True`` (tensors and plain data only: a pickle
-    that would run code is refused); anything unreadable -> ValueError naming the file, in one line."""
+    that would run code is refused); anything unreadable -> :class:`ControllerCheckpointError` naming the file, in one line."""
     try:
         with warnings.catch_warnings():  # a corrupt file can make torch warn about its "pickle protocol": one line
             warnings.simplefilter("ignore")
             blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - torch raises UnpicklingError, RuntimeError, EOFError... for bad files
-        raise ValueError(f"{path} is not a readable controller checkpoint ({torch_load_problem(path, e)})") from None
+        raise ControllerCheckpointError(f"{path} is not a readable controller checkpoint ({torch_load_problem(path, e)})") from None
     if not isinstance(blob, dict):
-        raise ValueError(f"{path} is not a controller checkpoint (it holds a {type(blob).__name__})")  # noqa: TRY004
+        raise ControllerCheckpointError(f"{path} is not a controller checkpoint (it holds a {type(blob).__name__})")
     return blob
 
 
@@ -202,14 +207,14 @@ class Policy:
         masks = np.asarray(masks)[:, None]
         if self.cfg.gripper:
             if gripper_masks is None:
-                raise ValueError("this controller reads the gripper mask: pass the gripper masks (N, H, W)")
+                raise ControllerCheckpointError("this controller reads the gripper mask: pass the gripper masks (N, H, W)")
             masks = np.concatenate([masks, np.asarray(gripper_masks)[:, None]], axis=1)
         m = torch.from_numpy(np.ascontiguousarray(masks, dtype=np.uint8)).to(self.device)
         p = torch.from_numpy(select_proprio(proprio, self.cfg)).to(self.device)
         mem = None
         if self.cfg.memory:
             if memory is None:
-                raise ValueError("this controller has memory: pass the episode memory features (N, N_MEMORY)")
+                raise ControllerCheckpointError("this controller has memory: pass the episode memory features (N, N_MEMORY)")
             mem = torch.from_numpy(np.ascontiguousarray(memory, dtype=np.float32)).to(self.device)
         return m, p, mem
 
@@ -251,15 +256,15 @@ class Policy:
             raise FileNotFoundError(f"no controller checkpoint at {path}")
         blob = read_policy_blob(path)
         if blob.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"{path} is not a controller checkpoint (format {blob.get('format')!r})")
+            raise ControllerCheckpointError(f"{path} is not a controller checkpoint (format {blob.get('format')!r})")
         if blob.get("format_version") != CHECKPOINT_VERSION:
-            raise ValueError(
+            raise ControllerCheckpointError(
                 f"{path} has controller format version {blob.get('format_version')}, this grasp_s2r reads "
                 f"{CHECKPOINT_VERSION}; retrain it with 'grasp-s2r dagger' of this version"
             )
         try:
             if tuple(blob["proprio_inputs"]) != PROPRIO_INPUTS:
-                raise ValueError(f"{path} was trained on proprio inputs {blob['proprio_inputs']}, not "
+                raise ControllerCheckpointError(f"{path} was trained on proprio inputs {blob['proprio_inputs']}, not "
                                  f"{PROPRIO_INPUTS}")
             cfg = PolicyConfig(**{k: tuple(v) if isinstance(v, list) else v
                                   for k, v in blob["policy_config"].items()})
@@ -267,9 +272,9 @@ class Policy:
             policy.net.load_state_dict(blob["state_dict"])
         except (KeyError, TypeError, RuntimeError, AttributeError) as e:  # a field missing or unknown, weights unfit
             what = f"no {e}" if isinstance(e, KeyError) else weights_problem(e)
-            raise ValueError(f"{path} is a damaged controller checkpoint: {what}") from None
+            raise ControllerCheckpointError(f"{path} is a damaged controller checkpoint: {what}") from None
         if not policy.weights_finite():
-            raise ValueError(f"{path} holds non-finite weights (a diverged training): its actions would be NaN")
+            raise ControllerCheckpointError(f"{path} holds non-finite weights (a diverged training): its actions would be NaN")
         return policy, blob
 
     def weights_finite(self) -> bool:
