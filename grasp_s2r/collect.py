@@ -90,7 +90,9 @@ class CollectSummary:
 def collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
     """Collect (or finish collecting) ``cfg.episodes`` expert episodes into ``cfg.out``."""
     masks = make_mask_source(cfg.masks, cfg.vision_checkpoint, "cpu")  # refused before anything is written
-    with connected(cfg.backend), ArtifactFolder(Path(cfg.out), "dataset"):  # Ray reached before anything is written
+    folder = ArtifactFolder(Path(cfg.out), "dataset")
+    folder.check()  # a wrong --out refused before Ray starts; Ray reached before anything is written
+    with connected(cfg.backend), folder:
         return _collect(cfg, masks, progress)
 
 

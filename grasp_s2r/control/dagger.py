@@ -237,7 +237,9 @@ class DaggerTrainer:
 def run_dagger(cfg: DaggerConfig, progress: bool = True, tensorboard: Path | None = None) -> DaggerResult:
     """Run (or resume) DAgger in ``cfg.out``; returns the learning curve of all completed rounds.
     ``tensorboard``: a folder for TensorBoard logs of each round (``tblog``)."""
-    with connected(cfg.backend), ArtifactFolder(Path(cfg.out), "dagger-run"), TBLogger(tensorboard) as tb:
+    folder = ArtifactFolder(Path(cfg.out), "dagger-run")
+    folder.check()  # a wrong --out refused before Ray starts; Ray reached before anything is written
+    with connected(cfg.backend), folder, TBLogger(tensorboard) as tb:
         return _run_dagger(cfg, progress, tb)
 
 

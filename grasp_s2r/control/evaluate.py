@@ -99,11 +99,14 @@ def results_table(results: dict[str, Any]) -> str:
 
 def evaluate_policy(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     """Success rate per condition; also writes ``cfg.out/eval.json`` and the pictures when ``cfg.out`` is set."""
+    folder = ArtifactFolder(Path(cfg.out), "eval-report") if cfg.out else None
+    if folder is not None:
+        folder.check()  # a wrong --out refused before Ray starts
     with connected(cfg.backend):  # Ray reached before the report's folder is claimed
-        if cfg.out:
-            with ArtifactFolder(Path(cfg.out), "eval-report"):
-                return _evaluate(cfg, progress)
-        return _evaluate(cfg, progress)
+        if folder is None:
+            return _evaluate(cfg, progress)
+        with folder:
+            return _evaluate(cfg, progress)
 
 
 def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
