@@ -6,8 +6,8 @@ interface (TCP delta in the table frame, gripper open/close, proprioception in S
 replays saved frames (``examples/wrist_frames.npz``: one simulated episode, 160 x 120 px, 75° vertical FOV), so
 the commands printed are open loop: the point is the loop's shape and the latency per call.
 
-    python examples/real_robot_loop.py --controller runs/pipeline/dagger/policy.pt
-    python examples/real_robot_loop.py --controller DIR/policy.pt --bench 200     # latency per call, 1 thread
+    python examples/real_robot_loop.py                        # the shipped networks
+    python examples/real_robot_loop.py --controller DIR/policy.pt --bench 200     # yours; latency per call, 1 thread
 
 See docs/deploy.md.
 """

@@ -48,13 +48,13 @@ from typing import Any
 import cv2
 import numpy as np
 
-from grasp_s2r.control.memory import EpisodeMemory
+from grasp_s2r.agent_inputs import check_crop, check_vfov, one_proprio, proprio_rows, resolve_device, rgb_uint8
+from grasp_s2r.control.memory import N_MEMORY, EpisodeMemory
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.parallax import ParallaxConfig, ParallaxFilter
 from grasp_s2r.control.wrist_geometry import PreviousFrame
 from grasp_s2r.learner import AgentError, SegmenterMasks, learner_step, reads_gripper
 from grasp_s2r.sim.config import CameraConfig, EnvConfig, SceneConfig
-from grasp_s2r.sim.env import PROPRIO_NAMES
 
 ACTION_NAMES = ("dx", "dy", "dz", "gripper")
 """Action components: TCP displacement (table frame, units of ``max_action_step_m``), gripper (> 0 closes)."""
@@ -69,21 +69,16 @@ NO_CONTROLLER = ("no controller ships with this install of grasp_s2r; train one 
 def fit_to_trained_view(rgb: np.ndarray, camera: CameraConfig, camera_vfov_deg: float | None = None) -> np.ndarray:
     """A camera image -> uint8 (camera.height_px, camera.width_px, 3) spanning the trained field of view.
 
-    ``rgb``: uint8 (H, W, 3), or float in [0, 1] (scaled to uint8). With ``camera_vfov_deg`` (the vertical field of
+    ``rgb``: uint8 (H, W, 3), or float in [0, 1] (scaled to uint8; :func:`agent_inputs.rgb_uint8`). With ``camera_vfov_deg`` (the vertical field of
     view of the camera that took it; square pixels, principal point at the centre), the centre crop keeps exactly
     the trained ``camera.fov_deg`` vertically and ``camera.width_px / camera.height_px`` times that horizontally:
     crop height = H * tan(fov / 2) / tan(camera_vfov / 2). Without it the image is taken to span the trained
     vertical field of view already: the crop is all rows, and the centred columns giving the trained aspect ratio.
     The crop is then resized (area averaging when shrinking, bilinear when enlarging). A camera that sees less than
-    the trained field of view is refused (:class:`AgentError`): the network would see the sphere at the wrong scale.
+    the trained field of view is refused (:class:`AgentError`): the network would see the sphere at the wrong scale;
+    so is one whose crop is under a quarter of the trained image's side (:data:`agent_inputs.MIN_CROP_SHARE`).
     """
-    img = np.asarray(rgb)
-    if img.ndim != 3 or img.shape[2] != 3:
-        raise AgentError(f"expected an RGB image (H, W, 3), got shape {img.shape}")
-    if img.dtype != np.uint8:
-        if not np.issubdtype(img.dtype, np.floating):
-            raise AgentError(f"expected uint8 or float RGB in [0, 1], got {img.dtype}")
-        img = (np.clip(img, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    img = rgb_uint8(rgb)
     h, w = img.shape[:2]
     out_h, out_w = camera.height_px, camera.width_px
     crop_h = float(h)
@@ -96,6 +91,7 @@ def fit_to_trained_view(rgb: np.ndarray, camera: CameraConfig, camera_vfov_deg: 
         raise AgentError(f"this {w}x{h} image (vertical FOV {camera_vfov_deg or camera.fov_deg}°) does not cover the "
                          f"trained {camera.fov_deg}° x {out_w}:{out_h} view; use a camera with a wider field of view")
     ch, cw = min(h, max(1, round(crop_h))), min(w, max(1, round(crop_w)))
+    check_crop((ch, cw), (out_h, out_w), (h, w))
     y0, x0 = (h - ch) // 2, (w - cw) // 2
     crop = img[y0:y0 + ch, x0:x0 + cw]
     if crop.shape[:2] == (out_h, out_w):
@@ -171,6 +167,7 @@ class GraspAgent:
     """The parallax filter of :meth:`act`'s masks (``control.parallax``); None: the segmenter's masks as they are."""
 
     def __post_init__(self) -> None:
+        check_vfov(self.camera_vfov_deg, self.segmenter_camera.fov_deg)  # now, not at the robot loop's first image
         self._far = None if self.parallax is None else ParallaxFilter(self.env.scene, self.env.camera, self.parallax)
         """:meth:`act`'s parallax filter: its spots of this episode."""
         self._previous = PreviousFrame(self.segmenter_camera) if getattr(self.segmenter, "reads_previous", False) \
@@ -192,16 +189,20 @@ class GraspAgent:
         from grasp_s2r.vision.networks.gripper import load_segmenter_with_head
         from grasp_s2r.vision.networks.segmenter import CheckpointError, default_checkpoint_path
 
-        ctrl = Path(controller) if controller is not None else default_controller_path()
+        device = resolve_device(device)
+        ctrl = Path(controller).expanduser() if controller is not None else default_controller_path()
         if controller is None and not ctrl.is_file():
             raise AgentError(NO_CONTROLLER)
+        if ctrl.is_dir():
+            inside = " (a DAgger run's is DIR/policy.pt)" if (ctrl / "policy.pt").is_file() else ""
+            raise AgentError(f"controller {ctrl} is a folder, not a checkpoint file{inside}")
         try:
             policy, blob = Policy.load(ctrl, device)
         except FileNotFoundError:
             raise AgentError(f"no controller checkpoint at {ctrl}; {NO_CONTROLLER.split('; ', 1)[1]}") from None
         except ValueError as e:
             raise AgentError(str(e)) from None
-        seg_path = Path(segmenter) if segmenter is not None else default_checkpoint_path()
+        seg_path = Path(segmenter).expanduser() if segmenter is not None else default_checkpoint_path()
         try:
             seg = load_segmenter_with_head(seg_path, device=policy.device, head=gripper_head)
         except CheckpointError as e:
@@ -244,8 +245,8 @@ class GraspAgent:
 
         The action is taken to be executed as returned: it enters the episode memory (call :meth:`reset` at the
         start of every episode)."""
-        p = np.asarray(proprio, dtype=np.float32)
-        step = self.act_batch(np.asarray(rgb)[None], p[None], memory=self.memory.features()[None],
+        p = one_proprio(proprio)[0]
+        step = self.act_batch(rgb_uint8(rgb)[None], p[None], memory=self.memory.features()[None],
                               mask_filters=None if self._far is None else [self._far.filter],
                               previous_frames=None if self._previous is None else [self._previous])[0]
         override = None if self._far is None else self._far.action(p, step.action)
@@ -268,12 +269,17 @@ class GraspAgent:
         agent's own). ``previous_frames``: one ``control.wrist_geometry.PreviousFrame`` per stream, needed by a
         segmenter that reads the previous frame (``reads_previous``; :meth:`act` keeps the agent's own)."""
         t0 = time.perf_counter()
-        proprio = np.asarray(proprio, dtype=np.float32)
-        if proprio.ndim != 2 or proprio.shape[1] != len(PROPRIO_NAMES):
-            raise AgentError(f"proprio must be (N, {len(PROPRIO_NAMES)}) in the order {', '.join(PROPRIO_NAMES)}; "
-                             f"got shape {proprio.shape}")
+        proprio = proprio_rows(proprio)
         if len(rgb) != len(proprio):
             raise AgentError(f"{len(rgb)} images but {len(proprio)} proprio rows")
+        n = len(proprio)
+        if memory is not None:
+            memory = np.asarray(memory, dtype=np.float32)
+            if memory.shape != (n, N_MEMORY):
+                raise AgentError(f"memory must be (N, {N_MEMORY}), one EpisodeMemory.features() row per stream; got "
+                                 f"shape {memory.shape} for {n} streams")
+        if mask_filters is not None and len(mask_filters) != n:
+            raise AgentError(f"{len(mask_filters)} mask_filters for {n} streams: one per stream (None: unfiltered)")
         cam = self.segmenter_camera
         images = np.stack([fit_to_trained_view(im, cam, self.camera_vfov_deg) for im in rgb]) if len(rgb) \
             else np.zeros((0, cam.height_px, cam.width_px, 3), np.uint8)

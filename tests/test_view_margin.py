@@ -102,11 +102,12 @@ def test_the_agent_brings_images_to_the_segmenters_wider_view_and_returns_the_vi
                            camera_vfov_deg=cam.fov_deg)
     assert step.image.shape == (80, 80, 3) and step.mask.shape == (64, 64)
     assert wide_camera.act(np.zeros((80, 80, 3), np.uint8), [0.0, 0.0, 0.2, 0.04, 0.0]).mask.shape == (64, 64)
-    # a camera that sees only the trained view lacks the margins the segmenter reads
-    narrow = GraspAgent(segmenter=margin_segmenter, policy=policy, env=trained_scene(blob),
-                        camera_vfov_deg=agent.camera.fov_deg)
-    with pytest.raises(AgentError, match="does not cover"):
-        narrow.act(np.zeros((64, 64, 3), np.uint8), [0.0, 0.0, 0.2, 0.04, 0.0])
+    # a camera that sees only the trained view lacks the margins the segmenter reads: refused when the agent is made
+    with pytest.raises(AgentError, match="60° sees less than the trained 71.6"):
+        GraspAgent(segmenter=margin_segmenter, policy=policy, env=trained_scene(blob),
+                   camera_vfov_deg=agent.camera.fov_deg)
+    with pytest.raises(AgentError, match="does not cover"):  # an image narrower than the view, at the image
+        agent.act(np.zeros((64, 48, 3), np.uint8), [0.0, 0.0, 0.2, 0.04, 0.0])
 
 
 def test_what_reads_a_checkpoint_keeps_or_names_its_margin(margin_checkpoint, tmp_path, capsys):
