@@ -73,7 +73,7 @@ def _readme_rows(d: Path) -> list[tuple[str, str, str]]:
         name, res = reports[-1]
         f = res["figures"]
         value = "; ".join(f"{name} {rate_ci(r['shipped']['table-photo'])} → {rate_ci(r['adapted']['table-photo'])} "
-                          f"({sum(r['adapt']['seconds'].values()) / 60:.1f} min)" for name, r in f["rows"].items())
+                          f"({sum(r['adapt']['seconds'].values()) / 60:.1f} min of training)" for name, r in f["rows"].items())
         label = (f"`grasp-s2r adapt` on your own scene: `table-photo` on held-out parts of its photos, untouched → "
                  f"adapted, {f['episodes']} episodes (95 % CI)")
         rows.append((label, value, name))

@@ -94,7 +94,9 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
                       "shipped", "adapted", "difference, points", "adaptation, min"), rows)
             + f"\n\nSuccess in % (95 % CI), {', '.join(map(str, episodes))} episodes a condition on the test parts (the right "
             f"{100 * (1 - f['tune_share']):.0f} % of each photo; adapted on the left {100 * f['tune_share']:.0f} %), "
-            "the same episodes for both systems. Segmenters per frame, on photo-table views of the test parts: "
+            "the same episodes for both systems. Adaptation: the minutes of `adapt`'s training stages (the "
+            "segmenter's fine-tune, and the controller's rounds where asked), without its 10-second scene check. "
+            "Segmenters per frame, on photo-table views of the test parts: "
             + "; ".join(dict.fromkeys(frames)) + "." + older
             + provenances(loaded))
 
