@@ -103,8 +103,9 @@ def load_init_policy(cfg: DaggerConfig, device: torch.device | str | None = None
     except (FileNotFoundError, ControllerCheckpointError) as e:
         raise ControllerCheckpointError(f"--init: {e}") from None
     if policy.cfg != cfg.policy:
-        raise ControllerCheckpointError(f"--init {cfg.init_policy}: a controller of architecture {to_dict(policy.cfg)}, not this "
-                         f"run's {to_dict(cfg.policy)} (give the options it was trained with, e.g. --memory)")
+        raise ControllerCheckpointError(f"--init {cfg.init_policy}: a controller of architecture "
+                                        f"{to_dict(policy.cfg)}, not this run's {to_dict(cfg.policy)} (give the "
+                                        "options it was trained with, e.g. --memory)")
     return policy
 
 

@@ -63,7 +63,7 @@ def open_runner(cfg: BackendConfig, env: EnvConfig, workers: int, expert: Expert
 
 
 @contextmanager
-def connected(cfg: BackendConfig, n_actors: int = 0) -> Iterator[None]:
+def connected(cfg: BackendConfig) -> Iterator[None]:
     """``with connected(cfg):`` the backend reachable for the block: Ray started or its cluster joined (and shut
     down after, if this started it), nothing for the local backend. Commands enter it before they write their
     ``--out``, so that Ray missing or an unreachable ``--ray-address`` is refused with nothing written
@@ -73,5 +73,5 @@ def connected(cfg: BackendConfig, n_actors: int = 0) -> Iterator[None]:
         return
     from grasp_s2r.runtime.ray_backend import ray_session
 
-    with ray_session(cfg.ray_address, n_actors or cfg.ray_actors):
+    with ray_session(cfg.ray_address, cfg.ray_actors):
         yield
