@@ -44,7 +44,7 @@ OPTIONS = (
            type=positive_int, metavar="R"),
     Option("--beta-decay", "exponential schedule", "beta_decay", type=float),
     Option("--masks", "controller input: the segmenter's masks or the ground truth", "masks"),
-    Option("--vision", "segmenter checkpoint", "vision_checkpoint", metavar="CKPT",
+    Option("--vision", "segmenter checkpoint (read with --masks predicted)", "vision_checkpoint", metavar="CKPT",
            show=lambda c: c or "the packaged one"),
     Option("--raw-sim", "roll out on raw sim renders instead of composites onto the training photos",
            sets={"backgrounds": ""}),

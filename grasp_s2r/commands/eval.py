@@ -31,7 +31,8 @@ def _conditions(text: str) -> tuple[str, ...]:
 
 
 OPTIONS = (
-    Option("--vision", "segmenter checkpoint", "vision", metavar="CKPT", show=lambda c: c or "the packaged one"),
+    Option("--vision", "segmenter checkpoint (read with --masks predicted)", "vision", metavar="CKPT",
+           show=lambda c: c or "the packaged one"),
     Option("--masks", "predicted: the whole pipeline; gt: ground-truth masks", "masks"),
     Option("--episodes", "per condition", "episodes", type=positive_int),
     Option("--conditions", f"comma-separated, from: {', '.join(CONDITIONS)}; or 'all'", "conditions",
