@@ -264,3 +264,25 @@ def test_distractor_saturated_share_sets_how_many_are_grey():
     for seed in range(10):
         np.testing.assert_array_equal(add_distractors(grey, _rng(seed)),
                                       add_distractors(grey, _rng(seed), saturated_share=0.7))
+
+
+def _extents_px(out: np.ndarray, bg: np.ndarray) -> list[int]:
+    """The longest side of the bounding box of each shape drawn on ``bg`` (pixels changed by more than 40 levels, a
+    shape's anti-aliased rim left out), shapes cut by the image's border left out."""
+    drawn = (np.abs(out.astype(int) - bg.astype(int)).max(axis=2) > 40).astype(np.uint8)
+    n, _, stats, _ = cv2.connectedComponentsWithStats(drawn, connectivity=8)
+    h, w = drawn.shape
+    return [max(int(s[2]), int(s[3])) for s in stats[1:n]
+            if s[0] > 0 and s[1] > 0 and s[0] + s[2] < w and s[1] + s[3] < h]
+
+
+def test_distractors_no_narrower_than_asked_and_unchanged_at_zero():
+    grey = np.full((96, 96, 3), 128, np.uint8)
+    small, wide = [], []
+    for seed in range(300):
+        np.testing.assert_array_equal(add_distractors(grey, _rng(seed)), add_distractors(grey, _rng(seed),
+                                                                                           min_width_px=0.0))
+        small += _extents_px(add_distractors(grey, _rng(seed), max_count=1), grey)
+        wide += _extents_px(add_distractors(grey, _rng(seed), max_count=1, min_width_px=8.0), grey)
+    assert sum(e < 6 for e in small) >= 20  # every size by default: many of a far sphere's width
+    assert len(wide) >= 100 and min(wide) >= 7, sorted(wide)[:10]  # 8 px asked, a pixel to the threshold

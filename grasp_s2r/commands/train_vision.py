@@ -99,6 +99,8 @@ OPTIONS = (
            convert=lambda text: parse_distractor_kinds(text), metavar="KIND,...", show=comma_text),
     Option("--distractor-saturated", "share of the distractors in saturated colours (the others any colour, greys "
            "included)", "data.distractor_saturated", type=float),
+    Option("--distractor-min-px", "no distractor narrower than this, px (none of a far sphere's 2-6 px, where a "
+           "flat disc and a shaded sphere look alike)", "data.distractor_min_px", type=float, metavar="PX"),
     Option("--near-blob-prob", "share of composites with 1-3 distractors beside the sphere (3-10 px from it)",
            "data.near_blob_prob", type=float),
     Option("--photo-blob-prob", "share of pasted-on backgrounds with sphere-sized textured blobs (flowers, spots)",

@@ -113,6 +113,9 @@ class DataConfig:
     distractor_saturated: float = 0.7
     """Share of the distractors drawn in saturated colours; the others take any colour, greys, dull and dark ones
     included (1.0 with the kinds ``hole`` and ``specular`` left out: no grey negative, beside grey spheres)."""
+    distractor_min_px: float = 0.0
+    """No distractor narrower than this, px (:func:`synthetic.add_distractors`' ``min_width_px``): flat negatives
+    only where a flat disc and a shaded sphere differ, none of a far sphere's 2-6 px. 0: every size."""
     photo_blob_prob: float = 0.0
     """Share of pasted-on backgrounds that get 1-3 sphere-sized textured blobs (:func:`synthetic.add_photo_blobs`):
     the lures of real tables, flowers and spots, in the background's own grain."""
@@ -135,6 +138,8 @@ class DataConfig:
         check_distractor_kinds(self.distractor_kinds)
         if not 0.0 <= self.distractor_saturated <= 1.0:
             raise ValueError(f"distractor_saturated must be in [0, 1], got {self.distractor_saturated}")
+        if not 0.0 <= self.distractor_min_px <= 32.0:
+            raise ValueError(f"distractor_min_px must be in [0, 32], got {self.distractor_min_px}")
         if not 0.0 <= self.photo_blob_prob <= 1.0:
             raise ValueError(f"photo_blob_prob must be in [0, 1], got {self.photo_blob_prob}")
         if not 0.0 <= self.near_blob_prob <= 1.0:
@@ -286,7 +291,8 @@ class CompositeDataset(Dataset):
             background = self._background(kind, rng if kind == "photo" else extra, index, frame.sphere_mask)
             if d.distractor_prob > 0 and extra.random() < d.distractor_prob:
                 background = add_distractors(background, extra, kinds=d.distractor_kinds,
-                                             saturated_share=d.distractor_saturated)
+                                             saturated_share=d.distractor_saturated,
+                                             min_width_px=d.distractor_min_px)
             if d.photo_blob_prob > 0:  # its own stream: the recipe without blobs is unchanged
                 blob_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 6, index])
                 if blob_rng.random() < d.photo_blob_prob:
@@ -299,7 +305,7 @@ class CompositeDataset(Dataset):
             if near_rng.random() < d.near_blob_prob:
                 rows, cols = np.nonzero(mask)
                 near = add_distractors(rgb, near_rng, kinds=d.distractor_kinds, around_px=(cols.mean(), rows.mean()),
-                                       saturated_share=d.distractor_saturated)
+                                       saturated_share=d.distractor_saturated, min_width_px=d.distractor_min_px)
                 rgb = np.where((mask | gripper)[..., None], rgb, near)  # lures lie on the table: behind both
         return rgb, mask, gripper, int(rng.integers(2**31))
 

@@ -230,12 +230,16 @@ def check_distractor_kinds(kinds: tuple[str, ...]) -> None:
 
 def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_count: int = 3,
                     kinds: tuple[str, ...] = DISTRACTOR_KINDS, around_px: tuple[float, float] | None = None,
-                    reach_px: tuple[float, float] = (3.0, 10.0), saturated_share: float = 0.7) -> np.ndarray:
+                    reach_px: tuple[float, float] = (3.0, 10.0), saturated_share: float = 0.7,
+                    min_width_px: float = 0.0) -> np.ndarray:
     """A copy of ``background_rgb`` (uint8 (H, W, 3)) with 1 to ``max_count`` hard negatives drawn on it
     (``kinds``, drawn uniformly from :data:`DISTRACTOR_KINDS` by default; a share ``saturated_share`` of them in
     saturated colours, the others in any colour, greys, dull and dark ones included; anywhere incl. partly outside;
     anti-aliased). ``around_px`` (column, row): each one's centre ``reach_px`` away from that point
     instead, in a random direction (lures beside the sphere; specular dots stay scattered anywhere).
+    ``min_width_px``: no distractor narrower across its longest extent (its size drawn from the same range cut below
+    there; the 1-2 px specular dots, which cannot be that wide, become discs): no flat negative of a far sphere's
+    size, where a flat disc and a shaded sphere look alike. 0: every size, the draws unchanged.
 
     Draw them before pasting the sphere, so the sphere's label stays exact (or restore the sphere's pixels after).
     ``max_count=0``: an unchanged copy.
@@ -250,8 +254,13 @@ def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_co
     def fx(x: float) -> int:  # sub-pixel fixed point
         return round(float(x) * one)
 
+    def radius(low: float, high: float) -> float:  # a round shape's radius, at least half of min_width_px
+        return rng.uniform(max(low, min(min_width_px / 2, high)), high)
+
     for _ in range(int(rng.integers(1, max_count + 1))):
         kind = kinds[int(rng.integers(len(kinds)))]
+        if kind == "specular" and min_width_px > 2.0:
+            kind = "disc"
         if around_px is None:
             c = (fx(rng.uniform(-0.1, 1.1) * w), fx(rng.uniform(-0.1, 1.1) * h))
         else:
@@ -259,19 +268,21 @@ def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_co
             c = (fx(around_px[0] + reach * np.cos(angle)), fx(around_px[1] + reach * np.sin(angle)))
         colour = tuple(float(x) for x in _random_colour(rng, saturated=rng.random() < saturated_share))
         if kind == "ring":
-            cv2.circle(out, c, fx(rng.uniform(2.5, 15)), colour, int(rng.integers(1, 4)), cv2.LINE_AA, _SHIFT)
+            cv2.circle(out, c, fx(radius(2.5, 15)), colour, int(rng.integers(1, 4)), cv2.LINE_AA, _SHIFT)
         elif kind == "disc":
-            cv2.circle(out, c, fx(rng.uniform(1.5, 15)), colour, -1, cv2.LINE_AA, _SHIFT)
+            cv2.circle(out, c, fx(radius(1.5, 15)), colour, -1, cv2.LINE_AA, _SHIFT)
         elif kind == "ellipse":
-            a = rng.uniform(3, 16)
+            a = radius(3, 16)
             axes = (fx(a), fx(a / rng.uniform(1.6, 4)))
             thick = -1 if rng.random() < 0.7 else int(rng.integers(1, 3))
             cv2.ellipse(out, c, axes, rng.uniform(0, 180), 0, 360, colour, thick, cv2.LINE_AA, _SHIFT)
         elif kind == "rect":
-            box = cv2.boxPoints(((c[0] / one, c[1] / one), tuple(rng.uniform(2, 12, 2)), rng.uniform(0, 90)))
+            sides = rng.uniform(2, 12, 2)
+            sides *= max(1.0, min_width_px / sides.max())
+            box = cv2.boxPoints(((c[0] / one, c[1] / one), tuple(sides), rng.uniform(0, 90)))
             cv2.fillPoly(out, [np.round(box * one).astype(np.int32)], colour, cv2.LINE_AA, _SHIFT)
         elif kind == "line":
-            a, half = rng.uniform(0, np.pi), rng.uniform(2, 8)
+            a, half = rng.uniform(0, np.pi), radius(2, 8)
             dx, dy = fx(half * np.cos(a)), fx(half * np.sin(a))
             cv2.line(out, (c[0] - dx, c[1] - dy), (c[0] + dx, c[1] + dy), colour, int(rng.integers(2, 6)),
                      cv2.LINE_AA, _SHIFT)
@@ -282,7 +293,7 @@ def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_co
                 cv2.circle(out, p, fx(rng.uniform(0.5, 1.0)), (grey, grey, grey), -1, cv2.LINE_AA, _SHIFT)
         else:  # hole
             dark = float(rng.uniform(0, 30))
-            cv2.circle(out, c, fx(rng.uniform(1.5, 10)), (dark, dark, dark), -1, cv2.LINE_AA, _SHIFT)
+            cv2.circle(out, c, fx(radius(1.5, 10)), (dark, dark, dark), -1, cv2.LINE_AA, _SHIFT)
     return out
 
 
