@@ -320,8 +320,9 @@ class ArtifactFolder:
         if kind is not None and kind != self.kind:
             raise ArtifactError(f"{p} holds {ARTIFACT_KINDS.get(kind, kind)}, not {ARTIFACT_KINDS[self.kind]}; "
                                 "choose another --out")
-        foreign = sorted(x.name for x in p.iterdir()
-                         if x.name != ARTIFACT_MARKER and not x.name.startswith(ARTIFACT_LOCK))
+        foreign = sorted(x.name for x in p.iterdir()  # a dead writer's temp file is ours by its name
+                         if x.name != ARTIFACT_MARKER and not x.name.startswith(ARTIFACT_LOCK)
+                         and not _TEMP_NAME.match(x.name))
         if kind is None and foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise ArtifactError(f"{p} holds files no grasp_s2r command wrote ({shown}); choose an empty or new --out")
@@ -374,6 +375,7 @@ class ArtifactFolder:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             self._lock()
+            self._remove_dead_temp_files()
             marker = self.path / ARTIFACT_MARKER
             if not marker.is_file():
                 self._wrote_marker = True
@@ -384,6 +386,14 @@ class ArtifactFolder:
             self.__exit__(type(e), e, e.__traceback__)
             raise
         return self
+
+    def _remove_dead_temp_files(self) -> None:
+        """The temp files (``.tmp-NAME-XXXXXXXX``, :func:`atomic_write`'s) a killed writer left in the folder: with the
+        lock held no one else writes here, so none is being written. Temp folders stay: an episode dataset counts
+        and removes its own half-written episodes (``data.episodes.remove_partial``)."""
+        for x in self.path.iterdir():
+            if _TEMP_NAME.match(x.name) and x.is_file():
+                x.unlink(missing_ok=True)
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if self._locked:

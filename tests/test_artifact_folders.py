@@ -85,6 +85,25 @@ def test_live_writer_is_refused_and_a_stale_lock_taken_over(tmp_path, capsys):
     assert not (out / ARTIFACT_LOCK).exists() and folder_kind(out) == "dataset"
 
 
+def test_a_writer_killed_as_it_claimed_the_folder_or_wrote_a_file_leaves_it_usable(tmp_path, capsys):
+    """kill -9 in the few milliseconds between the lock and the marker left only the lock and the marker's temp
+    file, and the folder was refused for good ("files no grasp_s2r command wrote"); a temp file of a checkpoint
+    stayed through every resume."""
+    out = tmp_path / "demos"
+    out.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (out / ARTIFACT_LOCK).write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname()}))
+    (out / f".tmp-{ARTIFACT_MARKER}-ab12cd34").write_text("{")
+    code, err = _run(capsys, "collect", "--episodes", "1", "--out", str(out))
+    assert code == 0, err
+    (out / ".tmp-meta.json-zz12cd_4").write_text("half")  # a later writer killed mid-write
+    code, err = _run(capsys, "collect", "--episodes", "2", "--out", str(out))
+    assert code == 0, err
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".tmp-")]
+    assert folder_kind(out) == "dataset" and not (out / ARTIFACT_LOCK).exists()
+
+
 def test_a_file_is_not_a_folder(tmp_path):
     path = tmp_path / "f"
     path.write_text("x")

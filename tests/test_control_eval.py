@@ -151,6 +151,27 @@ def test_eval_again_into_its_folder_leaves_no_picture_of_the_earlier_run(untrain
     assert not (out / "nominal.png").exists() and not (out / "nominal.gif").exists()
 
 
+def test_an_interrupted_eval_leaves_the_last_report_and_its_pictures_whole(untrained_policy, tmp_path, monkeypatch):
+    from grasp_s2r.control import evaluate
+
+    out = tmp_path / "eval"
+    base = ["eval", "--policy", str(untrained_policy), "--masks", "gt", "--out", str(out), "--quiet", "--workers", "1",
+            "--conditions", "nominal"]
+    assert main([*base, "--episodes", "1", "--video", "1"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+    def interrupted(path, data):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "atomic_write", interrupted)  # stopped as it would write its eval.json
+    assert main([*base, "--episodes", "2", "--video", "2"]) == 130  # the CLI's "interrupted"
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    monkeypatch.undo()
+    assert main([*base, "--episodes", "2", "--video", "2"]) == 0  # run again: the new report, no staging left
+    assert json.loads((out / "eval.json").read_text())["conditions"]["nominal"]["episodes"] == 2
+    assert not (out / evaluate.PICTURES_STAGING).exists() and (out / "nominal.png").read_bytes() != before["nominal.png"]
+
+
 def test_eval_says_a_video_asked_without_out_is_drawn_nowhere(untrained_policy, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["eval", "--policy", str(untrained_policy), "--masks", "gt", "--episodes", "1", "--conditions",

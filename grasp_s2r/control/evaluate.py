@@ -9,6 +9,8 @@ its 95 % Wilson interval. A few episodes per condition are drawn as a PNG strip 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,6 +39,9 @@ ISSUE_CONDITIONS = ("nominal", "heldout-backgrounds", "dynamics-shift", "moving-
                     "table-photo", "start-out-of-view", "camera-miscalibration", "dropout")
 """The conditions evaluated by default (issue 6's, then issue 12's)."""
 
+
+PICTURES_STAGING = ".pictures-partial"
+"""The folder inside ``--out`` where a run's strips and GIFs wait until its ``eval.json`` is written."""
 
 @dataclass(frozen=True)
 class PolicyEvalConfig:
@@ -118,8 +123,10 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
         env_config = env_config.with_sphere_shadow()
     masks = make_mask_source(cfg.masks, cfg.vision, device)
     out = Path(cfg.out) if cfg.out else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+    staging = None if out is None else out / PICTURES_STAGING
+    if staging is not None:  # this run's pictures wait here, so that an interrupted run leaves the last report whole
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
     results: dict[str, Any] = {
         "format": EVAL_FORMAT, "format_version": EVAL_FORMAT_VERSION, "package_version": __version__,
         "config": cfg.to_dict(), "env": env_config.to_dict(), "device": str(device),
@@ -128,7 +135,7 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
         "conditions": {},
     }
     t_start = time.perf_counter()
-    pictures: list[Path] = []
+    pictures: list[str] = []
     with open_runner(cfg.backend, env_config, cfg.workers, torch_threads=cfg.torch_threads) as pool:
         for name in cfg.conditions:
             cond = resolve_condition(name, cfg.backgrounds or None)
@@ -148,13 +155,17 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
                 "env_steps_per_s": steps / max(seconds, 1e-9),
             }
             shown = [r for r in recs if r.arrays]
-            if out is not None and shown:
-                pictures += [out / f"{name}.png", out / f"{name}.gif"]
-                write_strip(shown, pictures[-2])
-                write_gif(shown, pictures[-1])
+            if staging is not None and shown:
+                pictures += [f"{name}.png", f"{name}.gif"]
+                write_strip(shown, staging / pictures[-2])
+                write_gif(shown, staging / pictures[-1])
             tqdm.write(f"{name:<22} {format_rate(k, n)}")
     results["seconds"] = time.perf_counter() - t_start
     if out is not None:
         atomic_write(out / "eval.json", json.dumps(results, indent=2).encode())
-        remove_unwritten(out, [f"{c}{ext}" for c in CONDITIONS for ext in (".png", ".gif")], pictures)
+        for picture in pictures:  # renames: the new report's pictures follow it at once
+            os.replace(staging / picture, out / picture)
+        shutil.rmtree(staging, ignore_errors=True)
+        remove_unwritten(out, [f"{c}{ext}" for c in CONDITIONS for ext in (".png", ".gif")],
+                         [out / picture for picture in pictures])
     return results
