@@ -179,13 +179,15 @@ class ControllerCheckpointError(ValueError):
 
 def read_policy_blob(path: Path) -> dict[str, Any]:
     """The dict of a controller checkpoint, read with ``weights_only=True`` (tensors and plain data only: a pickle
-    that would run code is refused); anything unreadable -> :class:`ControllerCheckpointError` naming the file, in one line."""
+    that would run code is refused); anything unreadable -> :class:`ControllerCheckpointError` naming the file, in
+    one line."""
     try:
         with warnings.catch_warnings():  # a corrupt file can make torch warn about its "pickle protocol": one line
             warnings.simplefilter("ignore")
             blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - torch raises UnpicklingError, RuntimeError, EOFError... for bad files
-        raise ControllerCheckpointError(f"{path} is not a readable controller checkpoint ({torch_load_problem(path, e)})") from None
+        raise ControllerCheckpointError(f"{path} is not a readable controller checkpoint "
+                                        f"({torch_load_problem(path, e)})") from None
     if not isinstance(blob, dict):
         raise ControllerCheckpointError(f"{path} is not a controller checkpoint (it holds a {type(blob).__name__})")
     return blob
@@ -207,14 +209,14 @@ class Policy:
         masks = np.asarray(masks)[:, None]
         if self.cfg.gripper:
             if gripper_masks is None:
-                raise ControllerCheckpointError("this controller reads the gripper mask: pass the gripper masks (N, H, W)")
+                raise ValueError("this controller reads the gripper mask: pass the gripper masks (N, H, W)")
             masks = np.concatenate([masks, np.asarray(gripper_masks)[:, None]], axis=1)
         m = torch.from_numpy(np.ascontiguousarray(masks, dtype=np.uint8)).to(self.device)
         p = torch.from_numpy(select_proprio(proprio, self.cfg)).to(self.device)
         mem = None
         if self.cfg.memory:
             if memory is None:
-                raise ControllerCheckpointError("this controller has memory: pass the episode memory features (N, N_MEMORY)")
+                raise ValueError("this controller has memory: pass the episode memory features (N, N_MEMORY)")
             mem = torch.from_numpy(np.ascontiguousarray(memory, dtype=np.float32)).to(self.device)
         return m, p, mem
 
@@ -264,8 +266,8 @@ class Policy:
             )
         try:
             if tuple(blob["proprio_inputs"]) != PROPRIO_INPUTS:
-                raise ControllerCheckpointError(f"{path} was trained on proprio inputs {blob['proprio_inputs']}, not "
-                                 f"{PROPRIO_INPUTS}")
+                raise ControllerCheckpointError(f"{path} was trained on proprio inputs {blob['proprio_inputs']}, "
+                                                f"not {PROPRIO_INPUTS}")
             cfg = PolicyConfig(**{k: tuple(v) if isinstance(v, list) else v
                                   for k, v in blob["policy_config"].items()})
             policy = cls(cfg, device)
@@ -274,7 +276,8 @@ class Policy:
             what = f"no {e}" if isinstance(e, KeyError) else weights_problem(e)
             raise ControllerCheckpointError(f"{path} is a damaged controller checkpoint: {what}") from None
         if not policy.weights_finite():
-            raise ControllerCheckpointError(f"{path} holds non-finite weights (a diverged training): its actions would be NaN")
+            raise ControllerCheckpointError(f"{path} holds non-finite weights (a diverged training): its actions "
+                                            "would be NaN")
         return policy, blob
 
     def weights_finite(self) -> bool:
