@@ -31,8 +31,7 @@ from grasp_s2r.data.episodes import (
     remove_partial,
 )
 from grasp_s2r.expert.fsm import ExpertConfig
-from grasp_s2r.files import ArtifactFolder
-from grasp_s2r.runtime.backend import BackendConfig, connected, open_runner
+from grasp_s2r.runtime.backend import BackendConfig, claimed, open_runner
 from grasp_s2r.runtime.masks import MaskInput, MaskSource, make_mask_source, mask_source_identity
 from grasp_s2r.runtime.records import EXPERT, EpisodeRecord, EpisodeRequest, rollout_features
 from grasp_s2r.sim.config import EnvConfig
@@ -90,9 +89,7 @@ class CollectSummary:
 def collect(cfg: CollectConfig, progress: bool = True) -> CollectSummary:
     """Collect (or finish collecting) ``cfg.episodes`` expert episodes into ``cfg.out``."""
     masks = make_mask_source(cfg.masks, cfg.vision_checkpoint, "cpu")  # refused before anything is written
-    folder = ArtifactFolder(Path(cfg.out), "dataset")
-    folder.check()  # a wrong --out refused before Ray starts; Ray reached before anything is written
-    with connected(cfg.backend), folder:
+    with claimed(cfg.out, "dataset", cfg.backend):  # Ray reached before anything is written
         return _collect(cfg, masks, progress)
 
 

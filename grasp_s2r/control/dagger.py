@@ -46,8 +46,7 @@ from grasp_s2r.data.episodes import (
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import plot_curve
 from grasp_s2r.expert.fsm import SearchConfig
-from grasp_s2r.files import ArtifactFolder
-from grasp_s2r.runtime.backend import EpisodeRunner, connected, open_runner
+from grasp_s2r.runtime.backend import EpisodeRunner, claimed, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS
 from grasp_s2r.runtime.masks import MaskSource, make_mask_source, mask_source_identity
 from grasp_s2r.runtime.records import STEP_KEYS, EpisodeRecord, EpisodeRequest, rollout_features
@@ -238,9 +237,7 @@ class DaggerTrainer:
 def run_dagger(cfg: DaggerConfig, progress: bool = True, tensorboard: Path | None = None) -> DaggerResult:
     """Run (or resume) DAgger in ``cfg.out``; returns the learning curve of all completed rounds.
     ``tensorboard``: a folder for TensorBoard logs of each round (``tblog``)."""
-    folder = ArtifactFolder(Path(cfg.out), "dagger-run")
-    folder.check()  # a wrong --out refused before Ray starts; Ray reached before anything is written
-    with connected(cfg.backend), folder, TBLogger(tensorboard) as tb:
+    with claimed(cfg.out, "dagger-run", cfg.backend), TBLogger(tensorboard) as tb:  # Ray reached before writing
         return _run_dagger(cfg, progress, tb)
 
 

@@ -26,8 +26,8 @@ from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import write_gif, write_strip
-from grasp_s2r.files import ArtifactFolder, atomic_write, remove_unwritten
-from grasp_s2r.runtime.backend import BackendConfig, connected, open_runner
+from grasp_s2r.files import atomic_write, remove_unwritten
+from grasp_s2r.runtime.backend import BackendConfig, claimed, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS, resolve_condition
 from grasp_s2r.runtime.masks import MaskInput, make_mask_source
 from grasp_s2r.runtime.records import EpisodeRequest
@@ -42,6 +42,7 @@ ISSUE_CONDITIONS = ("nominal", "heldout-backgrounds", "dynamics-shift", "moving-
 
 PICTURES_STAGING = ".pictures-partial"
 """The folder inside ``--out`` where a run's strips and GIFs wait until its ``eval.json`` is written."""
+
 
 @dataclass(frozen=True)
 class PolicyEvalConfig:
@@ -104,14 +105,8 @@ def results_table(results: dict[str, Any]) -> str:
 
 def evaluate_policy(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
     """Success rate per condition; also writes ``cfg.out/eval.json`` and the pictures when ``cfg.out`` is set."""
-    folder = ArtifactFolder(Path(cfg.out), "eval-report") if cfg.out else None
-    if folder is not None:
-        folder.check()  # a wrong --out refused before Ray starts
-    with connected(cfg.backend):  # Ray reached before the report's folder is claimed
-        if folder is None:
-            return _evaluate(cfg, progress)
-        with folder:
-            return _evaluate(cfg, progress)
+    with claimed(cfg.out or None, "eval-report", cfg.backend):  # Ray reached before the report's folder is claimed
+        return _evaluate(cfg, progress)
 
 
 def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:

@@ -10,10 +10,12 @@ interface, so Ray is added once, here and in :mod:`grasp_s2r.runtime.ray_backend
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
 
 from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
+from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.runtime.backend_config import (  # noqa: F401 - re-exported: the public names
     BACKENDS,
     RAY_INSTALL_HINT,
@@ -74,4 +76,16 @@ def connected(cfg: BackendConfig) -> Iterator[None]:
     from grasp_s2r.runtime.ray_backend import ray_session
 
     with ray_session(cfg.ray_address, cfg.ray_actors):
+        yield
+
+
+@contextmanager
+def claimed(out: Path | str | None, kind: str, backend: BackendConfig) -> Iterator[None]:
+    """``with claimed(out, kind, backend):`` a command's ``--out`` judged first (a wrong folder refused before Ray
+    starts), then the backend reached (:func:`connected`), then the folder claimed (``files.ArtifactFolder``): an
+    unreachable cluster writes nothing. ``out`` None: no folder (a run that writes none)."""
+    folder = None if out is None else ArtifactFolder(Path(out), kind)
+    if folder is not None:
+        folder.check()
+    with connected(backend), folder if folder is not None else nullcontext():
         yield
