@@ -69,14 +69,15 @@ NO_CONTROLLER = ("no controller ships with this install of grasp_s2r; train one 
 def fit_to_trained_view(rgb: np.ndarray, camera: CameraConfig, camera_vfov_deg: float | None = None) -> np.ndarray:
     """A camera image -> uint8 (camera.height_px, camera.width_px, 3) spanning the trained field of view.
 
-    ``rgb``: uint8 (H, W, 3), or float in [0, 1] (scaled to uint8; :func:`agent_inputs.rgb_uint8`). With ``camera_vfov_deg`` (the vertical field of
-    view of the camera that took it; square pixels, principal point at the centre), the centre crop keeps exactly
-    the trained ``camera.fov_deg`` vertically and ``camera.width_px / camera.height_px`` times that horizontally:
-    crop height = H * tan(fov / 2) / tan(camera_vfov / 2). Without it the image is taken to span the trained
-    vertical field of view already: the crop is all rows, and the centred columns giving the trained aspect ratio.
-    The crop is then resized (area averaging when shrinking, bilinear when enlarging). A camera that sees less than
-    the trained field of view is refused (:class:`AgentError`): the network would see the sphere at the wrong scale;
-    so is one whose crop is under a quarter of the trained image's side (:data:`agent_inputs.MIN_CROP_SHARE`).
+    ``rgb``: uint8 (H, W, 3), or float in [0, 1] (scaled to uint8; :func:`agent_inputs.rgb_uint8`). With
+    ``camera_vfov_deg`` (the vertical field of view of the camera that took it; square pixels, principal point at
+    the centre), the centre crop keeps exactly the trained ``camera.fov_deg`` vertically and ``camera.width_px /
+    camera.height_px`` times that horizontally: crop height = H * tan(fov / 2) / tan(camera_vfov / 2). Without it
+    the image is taken to span the trained vertical field of view already: the crop is all rows, and the centred
+    columns giving the trained aspect ratio. The crop is then resized (area averaging when shrinking, bilinear when
+    enlarging). A camera that sees less than the trained field of view is refused (:class:`AgentError`): the network
+    would see the sphere at the wrong scale; so is one whose crop is under a quarter of the trained image's side
+    (:data:`agent_inputs.MIN_CROP_SHARE`).
     """
     img = rgb_uint8(rgb)
     h, w = img.shape[:2]
