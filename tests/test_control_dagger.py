@@ -128,6 +128,8 @@ def test_cli_run_resumes_after_kill_and_beats_a_random_policy(tmp_path):
 
     rc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert rc.returncode == 0, rc.stderr[-1000:]
+    assert (f"dagger: resuming {out}: rounds 0-0 complete; round 1 of 0-2 goes on, keeping its {len(done1)} "
+            "finished episodes") in rc.stdout + rc.stderr
     assert _digest(out / "round-000") == round0 and (out / "checkpoints" / "round-000.pt").read_bytes() == ckpt0
     assert {name: _digest(out / "round-001" / name) for name in done1} == done1
     assert len(EpisodeDataset(out / "round-001")) == 6 and not list(out.rglob(".tmp-*"))

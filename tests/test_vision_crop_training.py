@@ -137,24 +137,26 @@ TINY = {"image_size_px": 32, "crop_px": 16, "crops_per_composite": 2, "batch_siz
 
 
 def test_an_interrupted_crop_trained_run_resumes_to_the_same_weights(tmp_path, monkeypatch):
-    cfg = SegmenterTrainConfig(**TINY)
+    cfg = SegmenterTrainConfig(**{**TINY, "val_every": 4})  # checkpoints at 2, 4, ...; curve rows at 4 and 8
     assert cfg.crop_steps == 6
     torch.set_num_threads(1)
     straight = train(cfg, tmp_path / "straight", amp="off", threads=1, progress=False)
 
-    # GIVEN the same run interrupted (Ctrl-C) right after its step-4 checkpoint, inside the crop phase
+    # GIVEN the same run interrupted (Ctrl-C) right after its step-2 checkpoint, inside the crop phase and
+    # between two rows of its curve
     real_write = train_module.write_checkpoint
     interrupted = []
 
     def write_then_interrupt(ckpt, path):
         real_write(ckpt, path)
-        if ckpt["step"] == 4 and not interrupted:
+        if ckpt["step"] == 2 and not interrupted:
             interrupted.append(ckpt["step"])
             raise KeyboardInterrupt
     monkeypatch.setattr(train_module, "write_checkpoint", write_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         train(cfg, tmp_path / "resumed", amp="off", threads=1, progress=False)
-    assert read_checkpoint(tmp_path / "resumed" / "checkpoint-latest.pt")["step"] == 4
+    at_stop = read_checkpoint(tmp_path / "resumed" / "checkpoint-latest.pt")
+    assert at_stop["step"] == 2 and at_stop["history"] == [] and len(at_stop["progress"]["losses_since_row"]) == 2
     monkeypatch.setattr(train_module, "write_checkpoint", real_write)
     # WHEN it is resumed: the rest of the crops, then the whole-image phase
     with pytest.raises(TrainError, match="already holds a run"):
@@ -164,10 +166,16 @@ def test_an_interrupted_crop_trained_run_resumes_to_the_same_weights(tmp_path, m
     a, b = read_checkpoint(straight)["state_dict"], read_checkpoint(resumed)["state_dict"]
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert all(v.is_contiguous() for v in b.values())
+    # its curve goes on as if it had not stopped: each row's loss averages the same steps, and its training time
+    # counts the steps before the stop
+    rows, rows_straight = read_checkpoint(resumed)["history"], read_checkpoint(straight)["history"]
+    assert [r["step"] for r in rows] == [r["step"] for r in rows_straight] == [4, 8]
+    assert [r["train_loss"] for r in rows] == pytest.approx([r["train_loss"] for r in rows_straight], rel=1e-6)
+    assert at_stop["progress"]["elapsed_s"] < rows[0]["elapsed_s"] < rows[1]["elapsed_s"]
     # each session is on record: where it started, its precision and cores
     sessions = json.loads((tmp_path / "resumed" / "runtime.json").read_text())["sessions"]
     assert [(x["from_step"], x["precision"], x["workers"], x["threads"]) for x in sessions] == [(0, "fp32", 0, 1),
-                                                                                                (4, "fp32", 0, 1)]
+                                                                                                (2, "fp32", 0, 1)]
     # a resume with other crop settings is refused, naming the field
     with pytest.raises(TrainError, match="crop_px: stored 16, asked 8"):
         train(SegmenterTrainConfig(**{**TINY, "crop_px": 8}), tmp_path / "resumed", resume=True, amp="off",

@@ -12,6 +12,9 @@ Checkpoint format (a ``torch.save``'d dict, readable with ``weights_only=True``)
     step            optimizer steps done;  history: training-curve rows
     package_version grasp_s2r's version that wrote it (absent from older files)
     optimizer       (only in ``checkpoint-latest.pt`` of a run: what ``--resume`` needs)
+    progress        (optional, beside ``optimizer``) {"elapsed_s": training seconds up to ``step``,
+                    "losses_since_row": the step losses after the last ``history`` row}: a resume's curve goes on
+                    as if it had not stopped
     threshold       (optional, default 0.5) probability above which a pixel is the sphere;
     threshold_calibration  how it was chosen (see ``vision/calibrate.py``)
     tiling          (optional) {"size_px", "stride_px"}: the sphere is predicted on overlapping square tiles of the
@@ -63,7 +66,8 @@ def default_checkpoint_path() -> Path:
 
 def make_checkpoint(model: nn.Module, *, architecture: str, arch_kwargs: dict[str, Any], input_hw: tuple[int, int],
                     background_split: dict[str, list[str]], config: dict[str, Any], step: int,
-                    history: list[dict[str, float]], optimizer: dict[str, Any] | None = None) -> dict[str, Any]:
+                    history: list[dict[str, float]], optimizer: dict[str, Any] | None = None,
+                    progress: dict[str, Any] | None = None) -> dict[str, Any]:
     """The checkpoint dict of the module docstring (weights copied to the CPU)."""
     ckpt: dict[str, Any] = {
         "format": FORMAT_NAME, "format_version": FORMAT_VERSION, "architecture": architecture,
@@ -74,6 +78,9 @@ def make_checkpoint(model: nn.Module, *, architecture: str, arch_kwargs: dict[st
     }
     if optimizer is not None:
         ckpt["optimizer"] = optimizer
+    if progress is not None:
+        ckpt["progress"] = {"elapsed_s": float(progress["elapsed_s"]),
+                            "losses_since_row": [float(v) for v in progress["losses_since_row"]]}
     return ckpt
 
 

@@ -212,7 +212,7 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.architecture, **cfg.arch_kwargs).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    step, history, elapsed0 = 0, [], 0.0
+    step, history, elapsed0, losses_carried = 0, [], 0.0, []
     if cfg.init_checkpoint and not resume:
         load_initial_weights(model, cfg)
     if resume:
@@ -232,7 +232,9 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
         model.load_state_dict(ckpt["state_dict"])
         optimizer.load_state_dict(ckpt["optimizer"])
         step, history = int(ckpt["step"]), list(ckpt["history"])
-        elapsed0 = history[-1]["elapsed_s"] if history else 0.0
+        progress_saved = ckpt.get("progress") or {}  # absent from checkpoints of older versions
+        elapsed0 = float(progress_saved.get("elapsed_s", history[-1]["elapsed_s"] if history else 0.0))
+        losses_carried = list(progress_saved.get("losses_since_row", []))
     budget = StepBudget(cfg.time_budget_s, cfg.steps, start_s, first_step=step) \
         if cfg.time_budget_s and "budget" not in run_cfg else None
 
@@ -290,16 +292,18 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
         tb.image_file("train/composites", out_dir / "composites.png", step)
 
     def checkpoint(with_optimizer: bool) -> dict[str, Any]:
+        progress_now = {"elapsed_s": elapsed0 + time.perf_counter() - t0, "losses_since_row": losses}
         return make_checkpoint(
             model, architecture=cfg.architecture, arch_kwargs=cfg.arch_kwargs,
             input_hw=(cfg.input_px, cfg.input_px), background_split=split, config=run_cfg, step=step,
             history=history, optimizer=optimizer.state_dict() if with_optimizer else None,
+            progress=progress_now if with_optimizer else None,
         )
 
     # loop: one step per batch of fresh composites; validate, plot and checkpoint periodically
     model.train()
     forward_backward = ReplicaStep(model, replicas, cfg.loss, precision.bf16)
-    t0, losses = time.perf_counter(), []
+    t0, losses = time.perf_counter(), losses_carried  # a resume's first curve row averages the steps before it too
     bar = tqdm(total=cfg.steps, initial=step, desc=f"train-vision {cfg.architecture}", unit="step",
                disable=not progress)
     step_at_start = step
