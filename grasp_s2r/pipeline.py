@@ -7,21 +7,33 @@ dagger (controller over predicted masks) -> eval (end to end, named conditions: 
 composited behind the sphere, and the held-out photos as the sim table's texture).
 
 Every stage calls the same library function as its own command and writes into ``OUT/<stage>``;
-re-running the same command after an interruption skips what is finished.
+re-running the same command after an interruption skips what is finished. ``OUT/run.json`` records the run: a rerun
+that asks for other training (``PipelineConfig.identity``) is refused, naming the field; one that asks for other
+evaluations (``EVALUATION_FIELDS``) or more DAgger rounds redoes only what they change. An evaluation stage is
+skipped where its report is of the same weights (sha256) and settings.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grasp_s2r import __version__
 from grasp_s2r.cpu import cpu_info
-from grasp_s2r.files import ArtifactFolder, write_json
+from grasp_s2r.files import ArtifactFolder, file_sha256, write_json
+from grasp_s2r.run_record import RunRecord
 
 PIPELINE_FORMAT = "grasp_s2r.pipeline-summary"
 PIPELINE_FORMAT_VERSION = 5
+RUN_FORMAT = "grasp_s2r.pipeline-run"
+RUN_FORMAT_VERSION = 1
+EVALUATION_FIELDS = ("out", "workers", "vision_eval_images", "eval_episodes", "conditions")
+"""Fields that change only where the stages run or what the evaluations measure, not what is trained."""
+RESUMABLE_FIELDS = ("dagger_rounds",)
+"""Fields a rerun may raise: DAgger goes on from its last round (``grasp-s2r dagger``'s resume)."""
+RERUN_HINT = "rerun it with the options it was made with (its run.json), or choose another --out"
 
 
 @dataclass(frozen=True)
@@ -61,15 +73,37 @@ class PipelineConfig:
         if not 0.0 <= self.dagger_table_photo_prob <= 1.0:
             raise ValueError(f"dagger_table_photo_prob must be in [0, 1], got {self.dagger_table_photo_prob}")
 
+    def identity(self) -> dict:
+        """The fields that define what the pipeline trains (a rerun into its folder must ask the same)."""
+        return {k: v for k, v in asdict(self).items() if k not in EVALUATION_FIELDS + RESUMABLE_FIELDS}
+
 
 def _stage(name: str, index: int, total: int) -> float:
     print(f"\n=== [{index}/{total}] {name} ===", flush=True)
     return time.perf_counter()
 
 
+def _current_report(path: Path, expected: dict) -> dict | None:
+    """The JSON report at ``path`` where each of ``expected``'s keys (dotted: ``"model.sha256"``) holds the value
+    given (same weights, same settings), else None (missing, unreadable, or of other inputs: the stage runs again)."""
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    for key, value in json.loads(json.dumps(expected)).items():  # as JSON holds them (tuples as lists)
+        found: object = report
+        for part in key.split("."):
+            found = found.get(part) if isinstance(found, dict) else None
+        if found != value:
+            return None
+    return report
+
+
 def run_pipeline(cfg: PipelineConfig) -> dict:
     """Run (or resume) every stage; returns the summary also written to ``OUT/summary.json``."""
     with ArtifactFolder(Path(cfg.out), "pipeline"):
+        RunRecord(Path(cfg.out), RUN_FORMAT, RUN_FORMAT_VERSION, "a pipeline run").open(
+            cfg.identity(), asdict(cfg), hint=RERUN_HINT)
         return _run_pipeline(cfg)
 
 
@@ -79,6 +113,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     from grasp_s2r.collect import CollectConfig, collect
     from grasp_s2r.control.dagger import DaggerConfig, run_dagger
     from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy, results_table
+    from grasp_s2r.runtime.masks import mask_source_identity
     from grasp_s2r.sim.config import control_env_config
     from grasp_s2r.stats import format_rate
     from grasp_s2r.vision.evaluation.evaluate import VisionEvalConfig, evaluate_suites
@@ -114,9 +149,15 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     seconds["train-vision"] = time.perf_counter() - t
 
     t = _stage("evaluate the segmentation network on every test suite (held-out split)", 2, total)
-    vision_report, _ = evaluate_suites(model, list(SUITES), backgrounds_dir=backgrounds, latency_frames=0,
-                                       cfg=VisionEvalConfig(n_images=cfg.vision_eval_images, seed=cfg.seed + 1))
-    write_json(vision_dir / "eval.json", vision_report, indent=2)
+    vision_cfg = VisionEvalConfig(n_images=cfg.vision_eval_images, seed=cfg.seed + 1)
+    vision_report = _current_report(vision_dir / "eval.json", {"config": {**vision_cfg.to_dict(), "suite": list(SUITES)},
+                                                               "model.sha256": file_sha256(model)})
+    if vision_report is None:
+        vision_report, _ = evaluate_suites(model, list(SUITES), backgrounds_dir=backgrounds, latency_frames=0,
+                                           cfg=vision_cfg)
+        write_json(vision_dir / "eval.json", vision_report, indent=2)
+    else:
+        print(f"{vision_dir / 'eval.json'} is of this segmenter and these suites: skipped")
     print(format_suite_table(vision_report["suites"],
                              f"eval-vision: {model}, {cfg.vision_eval_images} images per suite"))
     seconds["eval-vision"] = time.perf_counter() - t
@@ -135,10 +176,14 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     seconds["dagger"] = time.perf_counter() - t
 
     t = _stage("evaluate end to end: wrist RGB -> mask -> controller -> action", 5, total)
-    results = evaluate_policy(PolicyEvalConfig(
-        policy=str(d.policy_path), vision=str(model), episodes=cfg.eval_episodes, conditions=cfg.conditions,
-        workers=cfg.workers, out=str(out / "eval"),
-    ))
+    eval_cfg = PolicyEvalConfig(policy=str(d.policy_path), vision=str(model), episodes=cfg.eval_episodes,
+                                conditions=cfg.conditions, workers=cfg.workers, out=str(out / "eval"))
+    weights = {"policy_sha256": file_sha256(d.policy_path), "masks": mask_source_identity("predicted", str(model))}
+    results = _current_report(out / "eval" / "eval.json", {"config": eval_cfg.to_dict(), "weights": weights})
+    if results is None:
+        results = evaluate_policy(eval_cfg)
+    else:
+        print(f"{out / 'eval' / 'eval.json'} is of this controller, this segmenter and these episodes: skipped")
     print(results_table(results))
     seconds["eval"] = time.perf_counter() - t
 

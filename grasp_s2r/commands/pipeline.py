@@ -46,5 +46,10 @@ def config_from_args(args: argparse.Namespace) -> PipelineConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    run_pipeline(config_from_args(args))
+    from grasp_s2r.run_record import RunRecordError
+
+    try:
+        run_pipeline(config_from_args(args))
+    except RunRecordError as e:  # OUT holds a pipeline of other options
+        raise UsageError(str(e)) from None
     return 0

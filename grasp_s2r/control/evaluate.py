@@ -26,10 +26,10 @@ from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import write_gif, write_strip
-from grasp_s2r.files import atomic_write, remove_unwritten
+from grasp_s2r.files import atomic_write, file_sha256, remove_unwritten
 from grasp_s2r.runtime.backend import BackendConfig, claimed, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS, resolve_condition
-from grasp_s2r.runtime.masks import MaskInput, make_mask_source
+from grasp_s2r.runtime.masks import MaskInput, make_mask_source, mask_source_identity
 from grasp_s2r.runtime.records import EpisodeRequest
 from grasp_s2r.stats import format_rate, wilson_interval
 
@@ -126,6 +126,7 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
         "format": EVAL_FORMAT, "format_version": EVAL_FORMAT_VERSION, "package_version": __version__,
         "config": cfg.to_dict(), "env": env_config.to_dict(), "device": str(device),
         "policy_round": ckpt.get("round"),
+        "weights": {"policy_sha256": file_sha256(cfg.policy), "masks": mask_source_identity(cfg.masks, cfg.vision)},
         "mask_filter": asdict(SHIPPED_PARALLAX) if cfg.parallax else None,  # what the masks went through
         "conditions": {},
     }

@@ -17,6 +17,7 @@ from tqdm import tqdm
 from grasp_s2r import __version__
 from grasp_s2r.bounds import require_images
 from grasp_s2r.configs import to_dict
+from grasp_s2r.files import file_sha256
 from grasp_s2r.vision.evaluation.metrics import confusion_counts, metrics_by_width, summarize
 from grasp_s2r.vision.images.backgrounds import split_names
 from grasp_s2r.vision.images.folder import load_folder
@@ -119,7 +120,8 @@ def _evaluate_loaded(segmenter: Segmenter, model_path: Path, *, cfg: VisionEvalC
     counts = confusion_counts(pred, target)
     report = {
         "format": EVAL_FORMAT_NAME, "format_version": EVAL_FORMAT_VERSION, "package_version": __version__,
-        "model": {"path": str(Path(model_path).resolve()), "architecture": segmenter.config["architecture"],
+        "model": {"path": str(Path(model_path).resolve()), "sha256": file_sha256(model_path),
+                  "architecture": segmenter.config["architecture"],
                   "input_hw": list(hw), "step": segmenter.config.get("step"), "threshold": segmenter.threshold,
                   "tiling": segmenter.tiling.as_dict() if segmenter.tiling else None},
         "source": source, "config": cfg.to_dict(), "device": str(segmenter.device),

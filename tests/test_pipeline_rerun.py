@@ -1,0 +1,46 @@
+"""A rerun of ``grasp-s2r pipeline`` into its folder: what it skips, what it redoes, what it refuses (a tiny run, the
+real stages: PyBullet renders, torch trains)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from grasp_s2r.cli import main
+from grasp_s2r.pipeline import PipelineConfig, run_pipeline
+from grasp_s2r.run_record import RunRecordError
+
+
+def test_a_rerun_skips_what_it_made_redoes_what_changed_and_refuses_other_training(tmp_path, capsys):
+    out = tmp_path / "pipe"
+    cfg = PipelineConfig(out=str(out), demo_episodes=2, vision_steps=2, dagger_rounds=1, vision_eval_images=32,
+                         eval_episodes=2, conditions=("nominal",), workers=1)
+    run_pipeline(cfg)
+    reports = {name: (out / name).read_bytes() for name in ("vision/eval.json", "eval/eval.json")}
+    capsys.readouterr()
+
+    # GIVEN the finished run WHEN it is run again: every stage is skipped, its reports kept byte for byte
+    summary = run_pipeline(cfg)
+    said = capsys.readouterr().out
+    assert {name: (out / name).read_bytes() for name in reports} == reports
+    assert "vision/eval.json is of this segmenter and these suites: skipped" in said
+    assert "eval/eval.json is of this controller, this segmenter and these episodes: skipped" in said
+    assert summary["eval"]["conditions"]["nominal"]["episodes"] == 2
+
+    # WHEN more evaluation episodes are asked: only the end-to-end evaluation runs again
+    summary = run_pipeline(replace(cfg, eval_episodes=3))
+    assert (out / "vision/eval.json").read_bytes() == reports["vision/eval.json"]
+    assert json.loads((out / "eval/eval.json").read_text())["conditions"]["nominal"]["episodes"] == 3
+    assert summary["eval"]["conditions"]["nominal"]["episodes"] == 3
+
+    # WHEN other training is asked: refused, naming the field, nothing written
+    capsys.readouterr()
+    with pytest.raises(RunRecordError, match="vision_steps: stored 2, asked 3"):
+        run_pipeline(replace(cfg, vision_steps=3))
+    assert main(["pipeline", "--out", str(out), "--vision-steps", "3", "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("grasp-s2r pipeline: error: ") and "vision_steps: stored 2, asked 3" in err
+    assert "choose another --out" in err and len(err.strip().splitlines()) == 1
+    assert json.loads((out / "run.json").read_text())["config"]["eval_episodes"] == 3
