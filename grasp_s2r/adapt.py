@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grasp_s2r import __version__
-from grasp_s2r.files import ArtifactError, ArtifactFolder, atomic_write
+from grasp_s2r.artifacts import ArtifactError, ArtifactFolder
+from grasp_s2r.files import atomic_write
 from grasp_s2r.run_record import RunRecord
 
 if TYPE_CHECKING:  # torch only when the segmenter is fine-tuned

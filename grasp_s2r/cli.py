@@ -13,7 +13,8 @@ import signal
 import sys
 
 from grasp_s2r import __version__, bounds
-from grasp_s2r.files import ArtifactError, disk_error, full_disk, user_path
+from grasp_s2r.artifacts import ArtifactError
+from grasp_s2r.files import disk_error, full_disk, user_path
 from grasp_s2r.options import (  # noqa: F401 - re-exported: the command modules' names
     Parser,
     UsageError,

@@ -31,8 +31,9 @@ import numpy as np
 from tqdm import tqdm
 
 from grasp_s2r import GYM_ENV_ID, __version__
+from grasp_s2r.artifacts import ARTIFACT_KINDS, enclosing_artifact, folder_kind
 from grasp_s2r.data.episodes import DatasetError, Episode, EpisodeDataset
-from grasp_s2r.files import ARTIFACT_KINDS, default_mode, enclosing_artifact, folder_kind
+from grasp_s2r.files import default_mode
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.sim.env import PROPRIO_NAMES, STATE_NAMES
 

@@ -32,6 +32,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from grasp_s2r.artifacts import ArtifactFolder
 from grasp_s2r.export import (
     ACTION_NAMES,
     TASK,
@@ -44,7 +45,7 @@ from grasp_s2r.export import (
     require,
     step_arrays,
 )
-from grasp_s2r.files import ArtifactFolder, default_mode
+from grasp_s2r.files import default_mode
 from grasp_s2r.sim.env import PROPRIO_NAMES, STATE_NAMES
 
 CODEBASE_VERSION = "v3.0"

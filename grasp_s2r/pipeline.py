@@ -21,8 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grasp_s2r import __version__
+from grasp_s2r.artifacts import ArtifactFolder
 from grasp_s2r.cpu import cpu_info
-from grasp_s2r.files import ArtifactFolder, file_sha256, write_json
+from grasp_s2r.files import file_sha256, write_json
 from grasp_s2r.run_record import RunRecord
 
 PIPELINE_FORMAT = "grasp_s2r.pipeline-summary"

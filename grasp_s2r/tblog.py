@@ -24,8 +24,8 @@ from typing import Any, Self
 import cv2
 import numpy as np
 
+from grasp_s2r.artifacts import ARTIFACT_KINDS, ArtifactError, folder_kind
 from grasp_s2r.drawing import evenly_spaced, overlay_grid
-from grasp_s2r.files import ARTIFACT_KINDS, ArtifactError, folder_kind
 
 INSTALL_HINT = 'pip install -e ".[tensorboard]"'
 DEFAULT_SUBDIR = "tensorboard"
@@ -48,7 +48,7 @@ def resolve_logdir(option: str | Path | None, run_dir: str | Path) -> Path | Non
     """The ``--tensorboard`` option (None: off; "": the run folder's ``tensorboard/``; else a folder) -> a path.
 
     Raises :class:`TensorBoardUnavailable` (before anything is written) when logging is asked for without tensorboard,
-    :class:`~grasp_s2r.files.ArtifactError` for a DIR that is a file or holds an artifact (event files are never
+    :class:`~grasp_s2r.artifacts.ArtifactError` for a DIR that is a file or holds an artifact (event files are never
     written among another command's files).
     """
     if option is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grasp_s2r.files import ARTIFACT_MARKER
+from grasp_s2r.artifacts import ARTIFACT_MARKER
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
 

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from grasp_s2r.artifacts import ARTIFACT_LOCK, ARTIFACT_MARKER, ArtifactError, ArtifactFolder, folder_kind
 from grasp_s2r.cli import main
-from grasp_s2r.files import ARTIFACT_LOCK, ARTIFACT_MARKER, ArtifactError, ArtifactFolder, folder_kind
 
 
 def _run(capsys, *argv: str) -> tuple[int, str]:

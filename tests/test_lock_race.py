@@ -12,7 +12,7 @@ import socket
 import time
 from pathlib import Path
 
-from grasp_s2r.files import ARTIFACT_LOCK, ArtifactError, ArtifactFolder
+from grasp_s2r.artifacts import ARTIFACT_LOCK, ArtifactError, ArtifactFolder
 
 WRITERS = 8
 ROUNDS = 25

@@ -28,10 +28,10 @@ import pytest
 import torch
 from reliability_cases import CASES, NO_CUDA, POS
 
+from grasp_s2r.artifacts import ARTIFACT_MARKER, ArtifactFolder, folder_kind
 from grasp_s2r.cli import COMMANDS, main
 from grasp_s2r.cpu import available_cores
 from grasp_s2r.data.episodes import EpisodeDataset, finished_indices
-from grasp_s2r.files import ARTIFACT_MARKER, ArtifactFolder, folder_kind
 from grasp_s2r.vision.networks.segmenter import default_checkpoint_path
 
 CASE_TIME_LIMIT_S = 60

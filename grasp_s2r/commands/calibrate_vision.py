@@ -46,7 +46,7 @@ def check_out(out: Path) -> None:
     """``--out`` must name a file, and not one inside an artifact folder of another kind (a dataset, a DAgger run...):
     a calibrated segmenter goes beside its training run's files or anywhere outside artifact folders. An existing
     file is replaced only when it is a segmenter checkpoint (a controller checkpoint, a text file are refused)."""
-    from grasp_s2r.files import ARTIFACT_KINDS, enclosing_artifact
+    from grasp_s2r.artifacts import ARTIFACT_KINDS, enclosing_artifact
     from grasp_s2r.vision.networks.segmenter import CheckpointError, read_checkpoint
 
     if out.exists() and not out.is_dir():

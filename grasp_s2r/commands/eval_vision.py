@@ -8,8 +8,9 @@ from pathlib import Path
 
 import torch
 
+from grasp_s2r.artifacts import ArtifactFolder
 from grasp_s2r.drawing import save_overlay_grid
-from grasp_s2r.files import ArtifactFolder, remove_unwritten, write_json
+from grasp_s2r.files import remove_unwritten, write_json
 from grasp_s2r.options import (
     Option,
     UsageError,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from grasp_s2r.artifacts import ArtifactError
 from grasp_s2r.export import FORMATS, TASK, ExportError, export_robomimic, read_source
-from grasp_s2r.files import ArtifactError
 from grasp_s2r.options import UsageError
 
 RESUME_HINT = "nothing half-made was left (the export appears whole or not at all): run the same command again"

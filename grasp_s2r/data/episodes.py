@@ -36,8 +36,9 @@ from typing import Any, Self
 import numpy as np
 
 from grasp_s2r import __version__
+from grasp_s2r.artifacts import ARTIFACT_LOCK, ARTIFACT_MARKER
 from grasp_s2r.configs import check_same
-from grasp_s2r.files import ARTIFACT_LOCK, ARTIFACT_MARKER, atomic_write, default_mode, disk_errors
+from grasp_s2r.files import atomic_write, default_mode, disk_errors
 
 FORMAT_NAME = "grasp_s2r.episodes"
 FORMAT_VERSION = 1

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from grasp_s2r.artifacts import ArtifactFolder
 from grasp_s2r.data.episodes import (
     DatasetError,
     EpisodeDataset,
@@ -25,7 +26,6 @@ from grasp_s2r.data.episodes import (
     remove_damaged,
     remove_partial,
 )
-from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.runtime.conditions import Condition
 from grasp_s2r.runtime.masks import mask_source_identity
 from grasp_s2r.runtime.records import EXPERT, STEP_KEYS, rollout_features

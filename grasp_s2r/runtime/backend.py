@@ -14,8 +14,8 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
 
+from grasp_s2r.artifacts import ArtifactFolder
 from grasp_s2r.expert.fsm import ExpertConfig, SearchConfig
-from grasp_s2r.files import ArtifactFolder
 from grasp_s2r.runtime.backend_config import (  # noqa: F401 - re-exported: the public names
     BACKENDS,
     RAY_INSTALL_HINT,
@@ -82,7 +82,7 @@ def connected(cfg: BackendConfig) -> Iterator[None]:
 @contextmanager
 def claimed(out: Path | str | None, kind: str, backend: BackendConfig) -> Iterator[None]:
     """``with claimed(out, kind, backend):`` a command's ``--out`` judged first (a wrong folder refused before Ray
-    starts), then the backend reached (:func:`connected`), then the folder claimed (``files.ArtifactFolder``): an
+    starts), then the backend reached (:func:`connected`), then the folder claimed (``artifacts.ArtifactFolder``): an
     unreachable cluster writes nothing. ``out`` None: no folder (a run that writes none)."""
     folder = None if out is None else ArtifactFolder(Path(out), kind)
     if folder is not None:

@@ -32,9 +32,10 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from grasp_s2r import __version__
+from grasp_s2r.artifacts import ArtifactFolder
 from grasp_s2r.configs import to_dict
 from grasp_s2r.drawing import save_overlay_grid
-from grasp_s2r.files import ArtifactFolder, atomic_write
+from grasp_s2r.files import atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, dataloader_worker_init
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.train_speed import StepThreads, data_and_step_cores, to_memory_format, use_channels_last
@@ -209,7 +210,7 @@ def measure(segmenter: Segmenter, sets: dict[str, tuple[np.ndarray, np.ndarray]]
 def train_gripper_head(cfg: GripperTrainConfig, *, device: Any = None, threads: int | None = None,
                        progress: bool = True) -> dict[str, Any]:
     """Train a head into ``cfg.out``; returns the ``metrics.json`` dict. Refuses (:class:`GripperTrainError`) a
-    missing or unusable segmenter and a folder that already holds a head; ``files.ArtifactError`` a folder holding
+    missing or unusable segmenter and a folder that already holds a head; ``artifacts.ArtifactError`` a folder holding
     something else. ``threads``: torch threads of the step on a CPU (None: the cores the data workers leave)."""
     out = Path(cfg.out)
     segmenter = load_frozen_segmenter(cfg, device)  # checked before the folder is made

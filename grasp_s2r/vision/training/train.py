@@ -35,11 +35,12 @@ import torch
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from grasp_s2r.artifacts import ArtifactFolder
 from grasp_s2r.configs import check_same, to_json, with_defaults
 from grasp_s2r.cpu import cpu_info
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import save_composite_grid, save_training_curve
-from grasp_s2r.files import ArtifactFolder, atomic_write
+from grasp_s2r.files import atomic_write
 from grasp_s2r.interrupts import children_ignore_interrupts, dataloader_worker_init
 from grasp_s2r.replica_step import ReplicaStep
 from grasp_s2r.run_record import RunRecord
