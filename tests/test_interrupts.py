@@ -203,3 +203,29 @@ def test_pipeline_interrupted(tmp_path: Path) -> None:
         return bool(training_since) and time.monotonic() - training_since[0] > 8
 
     _interrupt(argv, training, signal.SIGINT, tmp_path)
+
+
+def test_train_vision_killed_leaves_no_data_worker_running(tmp_path: Path) -> None:
+    """``kill -9`` of train-vision alone (not its group): the kernel ends its DataLoader worker at once
+    (``interrupts.end_with_parent``); without it the worker ran on until torch's next status check, up to 5 s."""
+    out = tmp_path / "vision"
+    argv = ["train-vision", "--out", str(out), "--steps", "5000", "--batch-size", "4", "--width", "8",
+            "--val-every", "5000", "--workers", "1", "--device", "cpu", "--calibration-images", "0", "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "grasp_s2r.cli", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "composites.png").is_file():  # written just before the first step: the worker runs
+            assert proc.poll() is None and time.monotonic() < deadline, "train-vision never started training"
+            time.sleep(0.1)
+        time.sleep(2)
+        assert _group_size(proc.pid) >= 2, "no data worker beside train-vision"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        t0 = time.monotonic()
+        while _group_size(proc.pid) and time.monotonic() - t0 < 2.0:
+            time.sleep(0.05)
+        assert _group_size(proc.pid) == 0, "a data worker outlived train-vision's kill -9 by 2 s"
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
