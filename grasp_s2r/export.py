@@ -65,6 +65,14 @@ class Source:
     env: EnvConfig
     config: dict[str, Any] = field(default_factory=dict)
     """The config that made the episodes: the dataset's (``meta.json``), or the DAgger run's (``run.json``)."""
+    features: dict[str, Any] = field(default_factory=dict)
+    """The episodes' feature schema as their dataset recorded it (``meta.json``'s ``features``)."""
+
+    def names(self, key: str) -> list[str]:
+        """The entries of vector feature ``key`` ("proprio", "state") as the dataset recorded them: a dataset made by
+        another version labels its own columns (this version's names where it recorded none)."""
+        current = {"proprio": PROPRIO_NAMES, "state": STATE_NAMES}[key]
+        return list(self.features.get(key, {}).get("names") or current)
 
 
 def require(module: str) -> Any:
@@ -91,12 +99,14 @@ def read_source(path: Path | str) -> Source:
         if (path / "meta.json").is_file():
             ds = EpisodeDataset(path)
             return _with_episodes(Source(path, ds.meta["kind"], [(f"{path.name}/{e.path.name}", e) for e in ds],
-                                         _dataset_env(ds.meta), ds.meta.get("config", {})))
+                                         _dataset_env(ds.meta), ds.meta.get("config", {}),
+                                         ds.meta.get("features", {})))
         rounds = sorted(p for p in path.glob("round-[0-9][0-9][0-9]") if (p / "meta.json").is_file())
         if (path / "run.json").is_file() and rounds:
             sets = [EpisodeDataset(r) for r in rounds]
             eps = [(f"{r.name}/{e.path.name}", e) for r, ds in zip(rounds, sets) for e in ds]
-            return _with_episodes(Source(path, "dagger-run", eps, _dataset_env(sets[0].meta), _run_config(path)))
+            return _with_episodes(Source(path, "dagger-run", eps, _dataset_env(sets[0].meta), _run_config(path),
+                                         sets[0].meta.get("features", {})))
     except DatasetError as e:
         raise ExportError(str(e)) from None
     raise ExportError(f"{path} is neither an episode dataset (grasp-s2r collect, a DAgger round-NNN/) nor a DAgger "
@@ -211,7 +221,7 @@ def export_robomimic(src: Source, out: Path, *, next_obs: bool = True, overwrite
             for i, (label, ep) in enumerate(episodes_bar(src, progress)):
                 a = step_arrays(ep, learner)
                 demo = data.create_group(f"demo_{i}")
-                _write_demo(demo, a, next_obs)
+                _write_demo(demo, a, next_obs, src.names("proprio"))
                 demo.attrs["seed"] = int(ep.info.get("seed", -1))
                 demo.attrs["success"] = bool(ep.info.get("success", False))
                 demo.attrs["source"] = label
@@ -220,8 +230,8 @@ def export_robomimic(src: Source, out: Path, *, next_obs: bool = True, overwrite
             data.attrs["total"] = total
             data.attrs["env_args"] = json.dumps({
                 "env_name": GYM_ENV_ID, "type": ROBOMIMIC_GYM_TYPE, "env_kwargs": {},
-                "grasp_s2r": {"env": src.env.to_dict(), "proprio_names": list(PROPRIO_NAMES),
-                              "action_names": ACTION_NAMES, "state_names": list(STATE_NAMES),
+                "grasp_s2r": {"env": src.env.to_dict(), "proprio_names": src.names("proprio"),
+                              "action_names": ACTION_NAMES, "state_names": src.names("state"),
                               "control_hz": src.env.scene.control_hz, "task": TASK},
             })
             names = [f"demo_{i}" for i in range(len(src.episodes))]
@@ -235,7 +245,7 @@ def export_robomimic(src: Source, out: Path, *, next_obs: bool = True, overwrite
     return {"episodes": len(src.episodes), "frames": total, "out": str(out)}
 
 
-def _write_demo(demo: Any, a: dict[str, np.ndarray], next_obs: bool) -> None:
+def _write_demo(demo: Any, a: dict[str, np.ndarray], next_obs: bool, proprio_names: list[str]) -> None:
     obs = {"robot0_eye_in_hand_image": a["rgb"], "proprio": a["proprio"].astype(np.float32),
            "sphere_mask": a["sphere_mask"].astype(np.uint8)}
     if "input_mask" in a:
@@ -247,7 +257,7 @@ def _write_demo(demo: Any, a: dict[str, np.ndarray], next_obs: bool) -> None:
         g = demo.create_group(name)
         for k, v in group.items():
             g.create_dataset(k, data=v, compression="gzip" if v.ndim > 2 else None)
-        g["proprio"].attrs["names"] = json.dumps(list(PROPRIO_NAMES))
+        g["proprio"].attrs["names"] = json.dumps(proprio_names)
     demo.create_dataset("actions", data=a["action"].astype(np.float32))
     demo.create_dataset("rewards", data=a["reward"].astype(np.float64))
     demo.create_dataset("dones", data=a["done"].astype(np.int64))

@@ -46,7 +46,6 @@ from grasp_s2r.export import (
     step_arrays,
 )
 from grasp_s2r.files import default_mode
-from grasp_s2r.sim.env import PROPRIO_NAMES, STATE_NAMES
 
 CODEBASE_VERSION = "v3.0"
 CHUNK_SIZE = 1000
@@ -77,8 +76,8 @@ def features(src: Source, learner: bool, video: bool = False) -> dict[str, dict[
     """LeRobot features of ``src``: what every step carries, the rollout columns the source holds, LeRobot's own."""
     cam, fps = src.env.camera, lerobot_fps(src)
     names = src.episodes[0][1].features() if src.episodes else set()
-    vec = {"observation.state": ("float32", list(PROPRIO_NAMES)), "action": ("float32", ACTION_NAMES),
-           "sim.state": ("float64", list(STATE_NAMES))}
+    vec = {"observation.state": ("float32", src.names("proprio")), "action": ("float32", ACTION_NAMES),
+           "sim.state": ("float64", src.names("state"))}
     if learner:
         vec["learner_action"] = ("float32", ACTION_NAMES)
     if "executed_action" in names:

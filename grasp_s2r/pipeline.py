@@ -114,6 +114,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     from grasp_s2r.collect import CollectConfig, collect
     from grasp_s2r.control.dagger import DaggerConfig, run_dagger
     from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy, results_table
+    from grasp_s2r.runtime.conditions import resolve_condition
     from grasp_s2r.runtime.masks import mask_source_identity
     from grasp_s2r.sim.config import control_env_config
     from grasp_s2r.stats import format_rate
@@ -180,7 +181,9 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     eval_cfg = PolicyEvalConfig(policy=str(d.policy_path), vision=str(model), episodes=cfg.eval_episodes,
                                 conditions=cfg.conditions, workers=cfg.workers, out=str(out / "eval"))
     weights = {"policy_sha256": file_sha256(d.policy_path), "masks": mask_source_identity("predicted", str(model))}
-    results = _current_report(out / "eval" / "eval.json", {"config": eval_cfg.to_dict(), "weights": weights})
+    definitions = {f"conditions.{name}.condition": resolve_condition(name, None).to_dict() for name in cfg.conditions}
+    results = _current_report(out / "eval" / "eval.json", {"config": eval_cfg.to_dict(), "weights": weights,
+                                                           **definitions})  # a condition edited since: run again
     if results is None:
         results = evaluate_policy(eval_cfg)
     else:

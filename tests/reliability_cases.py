@@ -292,7 +292,7 @@ CASES = [
     (f"{D} --init {{ctrl_nokey}}", "is a damaged controller checkpoint: Missing key(s)"),
     (f"{T} --init {{seg_nokey}}", "does not match its architecture: Missing key(s)"),
     (V.replace("{ctrl}", "{ctrl_nokey}"), "is a damaged controller checkpoint: Missing key(s)"),
-    (V.replace("{ctrl}", "{ctrl_extrafield}"), "is a damaged controller checkpoint: PolicyConfig"),
+    (V.replace("{ctrl}", "{ctrl_extrafield}"), "does not have (foo): load it with the version that trained it"),
     (V.replace("{ctrl}", "{ctrl_noproprio}"), "is a damaged controller checkpoint: no 'proprio_inputs'"),
     (f"{E} --model {{seg_nokey}}", "does not match its architecture: Missing key(s)"),
     (f"{E} --model {{seg_nan}}", "holds non-finite weights (a diverged training)"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -166,6 +167,16 @@ def test_round_zero_can_come_from_collected_demonstrations(tmp_path):
         run_dagger(_tiny(tmp_path / "run2", rounds=1, demos=str(other_camera)), progress=False)
     with pytest.raises(ValueError, match="other controller input masks .*--masks predicted"):
         check_demos(_tiny(tmp_path / "run3", rounds=1, demos=str(demos), masks="predicted"))
+    # a DAgger round is not demonstrations; nor are episodes of another proprio layout (another version's)
+    with pytest.raises(ValueError, match="round-000 is a dagger-round dataset, not expert demonstrations"):
+        check_demos(_tiny(tmp_path / "run4", rounds=1, demos=str(tmp_path / "run" / "round-000")))
+    other_layout = tmp_path / "demos-other-proprio"
+    shutil.copytree(demos, other_layout)
+    meta = json.loads((other_layout / "meta.json").read_text())
+    meta["features"]["proprio"]["names"][0] = "another_value"
+    (other_layout / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"another layout of proprio .*another_value"):
+        check_demos(_tiny(tmp_path / "run5", rounds=1, demos=str(other_layout)))
 
 
 def test_best_round_takes_the_most_successes_and_the_later_round_on_ties():

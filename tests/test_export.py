@@ -312,3 +312,22 @@ def test_without_h5py_or_pyarrow_the_command_names_the_extra_to_install(sources,
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
         assert res.returncode == 2 and INSTALL_HINT in res.stderr and len(res.stderr.splitlines()) == 1, res.stderr
         assert not (tmp_path / fmt).exists()
+
+
+def test_the_columns_are_labelled_with_the_names_their_dataset_recorded(sources, tmp_path):
+    """A dataset made by another version (another proprio layout) keeps its own column names in both formats, not
+    this version's ``PROPRIO_NAMES``."""
+    demos = tmp_path / "demos"
+    shutil.copytree(sources["demos"], demos)
+    meta = json.loads((demos / "meta.json").read_text())
+    theirs = [f"their_proprio_{i}" for i in range(len(PROPRIO_NAMES))]
+    meta["features"]["proprio"]["names"] = theirs
+    (demos / "meta.json").write_text(json.dumps(meta))
+    export_robomimic(read_source(demos), tmp_path / "demos.hdf5")
+    with h5py.File(tmp_path / "demos.hdf5", "r") as f:
+        assert json.loads(f["data"].attrs["env_args"])["grasp_s2r"]["proprio_names"] == theirs
+        assert json.loads(f["data/demo_0/obs/proprio"].attrs["names"]) == theirs
+        assert json.loads(f["data"].attrs["env_args"])["grasp_s2r"]["state_names"] == list(STATE_NAMES)
+    export_lerobot(read_source(demos), tmp_path / "lerobot")
+    info = json.loads((tmp_path / "lerobot/meta/info.json").read_text())
+    assert info["features"]["observation.state"]["names"] == theirs

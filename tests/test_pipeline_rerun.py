@@ -3,6 +3,7 @@ real stages: PyBullet renders, torch trains)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 
@@ -11,9 +12,10 @@ import pytest
 from grasp_s2r.cli import main
 from grasp_s2r.pipeline import PipelineConfig, run_pipeline
 from grasp_s2r.run_record import RunRecordError
+from grasp_s2r.runtime import conditions
 
 
-def test_a_rerun_skips_what_it_made_redoes_what_changed_and_refuses_other_training(tmp_path, capsys):
+def test_a_rerun_skips_what_it_made_redoes_what_changed_and_refuses_other_training(tmp_path, capsys, monkeypatch):
     out = tmp_path / "pipe"
     cfg = PipelineConfig(out=str(out), demo_episodes=2, vision_steps=2, dagger_rounds=1, vision_eval_images=32,
                          eval_episodes=2, conditions=("nominal",), workers=1)
@@ -34,6 +36,15 @@ def test_a_rerun_skips_what_it_made_redoes_what_changed_and_refuses_other_traini
     assert (out / "vision/eval.json").read_bytes() == reports["vision/eval.json"]
     assert json.loads((out / "eval/eval.json").read_text())["conditions"]["nominal"]["episodes"] == 3
     assert summary["eval"]["conditions"]["nominal"]["episodes"] == 3
+
+    # WHEN a condition's definition was edited since (same name): its evaluation runs again
+    edited = dataclasses.replace(conditions.CONDITIONS["nominal"], action_noise_std=0.01)
+    monkeypatch.setitem(conditions.CONDITIONS, "nominal", edited)
+    before = (out / "eval/eval.json").read_bytes()
+    run_pipeline(replace(cfg, eval_episodes=3))
+    report = json.loads((out / "eval/eval.json").read_text())
+    assert (out / "eval/eval.json").read_bytes() != before
+    assert report["conditions"]["nominal"]["condition"]["action_noise_std"] == 0.01
 
     # WHEN other training is asked: refused, naming the field, nothing written
     capsys.readouterr()

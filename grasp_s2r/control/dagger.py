@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from grasp_s2r.collect import DATASET_KIND
 from grasp_s2r.configs import differences, to_dict, to_json
 from grasp_s2r.control import seeds
 from grasp_s2r.control.bc_baseline import bc_round
@@ -75,10 +76,24 @@ def check_demos(cfg: DaggerConfig) -> EpisodeDataset:
     demos = EpisodeDataset(cfg.demos)
     if len(demos) == 0:
         raise ValueError(f"--demos: {cfg.demos} holds no finished episode")
-    missing = sorted(set(STEP_KEYS) - set(demos.meta.get("features", {})))
+    if demos.meta.get("kind") != DATASET_KIND:
+        raise ValueError(f"--demos {cfg.demos} is a {demos.meta.get('kind')} dataset, not expert demonstrations: "
+                         "pass a 'grasp-s2r collect --controller-scene' dataset (a DAgger round holds the learner's "
+                         "episodes), or leave --demos out")
+    features = demos.meta.get("features", {})
+    missing = sorted(set(STEP_KEYS) - set(features))
     if missing:
         raise ValueError(f"--demos {cfg.demos} were collected by an older grasp_s2r (no {', '.join(missing)}): "
                          f"'grasp-s2r upgrade {cfg.demos} --out NEW' writes them in the current layout")
+    schema = rollout_features(cfg.env)
+    other = [k for k in STEP_KEYS if features[k].get("shape") != schema[k]["shape"]  # names: where recorded
+             or features[k].get("names", schema[k].get("names")) != schema[k].get("names")]
+    if other:
+        k = other[0]
+        raise ValueError(f"--demos {cfg.demos} were recorded with another layout of {', '.join(other)} than this "
+                         f"grasp_s2r's ({k}: shape {features[k].get('shape')}, names {features[k].get('names')}; "
+                         f"here shape {schema[k]['shape']}, names {schema[k].get('names')}): collect them again with "
+                         "this version, or leave --demos out")
     theirs = demos.meta.get("config", {})
     mine = to_json(cfg.env)
     if theirs.get("env") != mine:

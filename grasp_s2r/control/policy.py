@@ -268,6 +268,12 @@ class Policy:
             if tuple(blob["proprio_inputs"]) != PROPRIO_INPUTS:
                 raise ControllerCheckpointError(f"{path} was trained on proprio inputs {blob['proprio_inputs']}, "
                                                 f"not {PROPRIO_INPUTS}")
+            unknown = sorted(set(blob["policy_config"]) - {f.name for f in dataclasses.fields(PolicyConfig)})
+            if unknown:
+                raise ControllerCheckpointError(
+                    f"{path} is a controller of grasp_s2r {blob.get('package_version', '(unknown version)')} with "
+                    f"settings this one ({__version__}) does not have ({', '.join(unknown)}): load it with the "
+                    "version that trained it")
             cfg = PolicyConfig(**{k: tuple(v) if isinstance(v, list) else v
                                   for k, v in blob["policy_config"].items()})
             policy = cls(cfg, device)
