@@ -35,9 +35,12 @@ def average_rounds(run: Path, rounds: list[int], out: Path) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
-        sys.exit(__doc__.split("\n\n")[1].strip())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", type=Path, help="a DAgger run folder")
+    parser.add_argument("rounds", type=round_range, metavar="FIRST-LAST", help="the rounds to average, e.g. 3-7")
+    parser.add_argument("out", type=Path, help="the averaged controller's checkpoint (OUT.pt)")
+    args = parser.parse_args()
     try:
-        print(average_rounds(Path(sys.argv[1]), round_range(sys.argv[2]), Path(sys.argv[3])))
-    except (FileNotFoundError, ValueError, argparse.ArgumentTypeError) as e:
+        print(average_rounds(args.run, args.rounds, args.out))
+    except (FileNotFoundError, ValueError) as e:
         sys.exit(f"average_rounds: {e}")

@@ -1,7 +1,7 @@
 """Benchmark: does adapting to your own scene pay? Each photo of a set is cut into a tuning part and a test part.
 
     python benchmarks/own_scene.py PHOTOS_DIR [PHOTOS_DIR ...] [--tune-share 0.6] [--episodes 100]
-        [--adapt-args "--segmenter-steps 0"] [--out runs/own_scene] [--split-only] [--save]
+        [--adapt-args "--segmenter-steps 0 --rounds 8"] [--out runs/own_scene] [--split-only] [--save]
 
 For every photo set (a folder of your photos of one scene; never the reserved KDE / Plasma wallpapers): the left
 ``--tune-share`` of each photo's width goes to ``OUT/<set>/tune/``, the rest to ``OUT/<set>/test/``, so the test
@@ -12,9 +12,9 @@ parts show the same scene as the tuning parts but never the same pixels. Then
    (the issue's budget: 15 minutes on 2 cores; its scene check draws where the two segmenters differ on the test
    parts, ``OUT/<set>/adapted/scene_check.png``);
 3. the adapted system (its segmenter, the shipped one with ``--segmenter-steps 0``; its controller, the shipped one
-   with ``--rounds 0``, the default) is evaluated
-   on the same test parts, the same episodes
-   (the episodes' seeds are the evaluation's: the two rows are paired).
+   with ``--rounds 0``, the default; one of them must be trained, and ``--adapt-args`` are checked as ``adapt``
+   checks them before the first evaluation) is evaluated on the same test parts, the same episodes (the episodes'
+   seeds are the evaluation's: the two rows are paired).
 
 Conditions: ``table-photo`` (the test parts as the sim table's texture) and ``heldout-backgrounds`` (composited
 behind the sphere), ``--episodes`` each, with 95 % Wilson intervals and the paired difference's. Writes
@@ -121,6 +121,24 @@ def adapt(tune: Path, test: Path, out: Path, extra: list[str]) -> tuple[dict, fl
     return json.loads(record.read_text()), time.perf_counter() - t
 
 
+def check_adapt_args(extra: list[str]) -> None:
+    """``--adapt-args`` checked as ``grasp-s2r adapt`` checks them, before the minutes of the first evaluation."""
+    from grasp_s2r.adapt import AdaptConfig
+    from grasp_s2r.cli import build_parser
+    from grasp_s2r.commands.adapt import OPTIONS
+    from grasp_s2r.options import UsageError, config_from_options
+
+    parser = build_parser(only="adapt")
+    try:
+        args, unknown = parser.parse_known_args(["adapt", "--photos", "PHOTOS", *extra])
+        if unknown:
+            raise ValueError(f"unrecognized options {' '.join(unknown)}")
+        config_from_options(AdaptConfig, args, OPTIONS)
+    except (ValueError, UsageError, SystemExit) as e:
+        sys.exit(f"own_scene: --adapt-args {shlex.join(extra)!r}: {e}" if not isinstance(e, SystemExit) else
+                 f"own_scene: --adapt-args {shlex.join(extra)!r} are not options of grasp-s2r adapt (above)")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("sets", nargs="+", type=Path, help="folders of photos, one scene each")
@@ -142,6 +160,8 @@ def main() -> int:
             sys.exit(f"own_scene: {s} is not a folder of photos")
         if RESERVED_PATTERN.search(str(s.resolve())):
             sys.exit(f"own_scene: {s} is a reserved package (KDE / Plasma wallpapers): kept for independent tests")
+    if not args.split_only:
+        check_adapt_args(shlex.split(args.adapt_args))
     rows = {}
     for photos in args.sets:
         name = photos.resolve().name
