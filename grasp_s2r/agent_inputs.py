@@ -15,18 +15,8 @@ from typing import Any
 import numpy as np
 
 from grasp_s2r.learner import AgentError
-from grasp_s2r.sim.env import PROPRIO_NAMES
+from grasp_s2r.sim.env import PROPRIO_NAMES, PROPRIO_RANGES
 
-PROPRIO_RANGES: dict[str, tuple[float, float]] = {
-    "tcp_x_world_m": (-2.0, 2.0),
-    "tcp_y_world_m": (-2.0, 2.0),
-    "tcp_z_above_table_m": (-0.05, 2.0),
-    "finger_gap_m": (-0.005, 0.2),
-    "gripper_closed": (0.0, 1.0),
-}
-"""The readings a robot can give, per ``PROPRIO_NAMES`` field: far wider than the trained workspace (±16 cm around
-the spawn centre, up to 30 cm high, fingers 4 cm apart when open), so they refuse another unit (millimetres) and
-garbage, not an arm outside the workspace; a few millimetres below zero pass (a calibration's error)."""
 MIN_CROP_SHARE = 0.25
 """The smallest camera crop accepted, as a share of the trained image's side: a crop of fewer pixels than this
 (16 of the trained 64) is enlarged into an image the segmenter never saw the like of."""

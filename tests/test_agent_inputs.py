@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from grasp_s2r.agent import AgentError, GraspAgent
-from grasp_s2r.agent_inputs import PROPRIO_RANGES, proprio_rows
-from grasp_s2r.sim.env import PROPRIO_NAMES, GraspEnv
+from grasp_s2r.agent_inputs import proprio_rows
+from grasp_s2r.sim.env import PROPRIO_NAMES, PROPRIO_RANGES, GraspEnv
 
 
 @pytest.fixture(scope="module")

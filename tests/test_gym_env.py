@@ -15,3 +15,26 @@ def test_registered_env_passes_check_env():
         assert reward == 0.0 and not terminated
     finally:
         env.close()
+
+
+def test_an_expert_grasp_stays_inside_the_observation_space():
+    """Every observation of a whole grasp (down to the table, fingers closed on the sphere, lifted) lies in the
+    space the wrapper declares (``PROPRIO_RANGES``, the bounds ``GraspAgent`` checks a robot's readings against)."""
+    from grasp_s2r.expert.fsm import Expert
+
+    env = gym.make(grasp_s2r.GYM_ENV_ID)
+    try:
+        inner = env.unwrapped.env
+        expert = Expert(inner.config.scene)
+        obs, _ = env.reset(seed=5)
+        seen, done, reward = [obs], False, 0.0
+        while not done:
+            action, _phase = expert.act(inner.privileged())
+            obs, reward, terminated, truncated, _ = env.step(action.astype(np.float32))
+            seen.append(obs)
+            done = terminated or truncated
+        assert reward == 1.0, "the expert's grasp should succeed"
+        outside = [i for i, o in enumerate(seen) if not env.observation_space.contains(o)]
+        assert not outside, f"observations outside the space at steps {outside[:5]}: {seen[outside[0]]['proprio']}"
+    finally:
+        env.close()

@@ -31,6 +31,17 @@ from grasp_s2r.sim.robot import GRIPPER_LINKS, PALM_LINK, Robot
 
 ACTION_DIM = 4
 PROPRIO_NAMES = ("tcp_x_world_m", "tcp_y_world_m", "tcp_z_above_table_m", "finger_gap_m", "gripper_closed")
+PROPRIO_RANGES: dict[str, tuple[float, float]] = {
+    "tcp_x_world_m": (-2.0, 2.0),
+    "tcp_y_world_m": (-2.0, 2.0),
+    "tcp_z_above_table_m": (-0.05, 2.0),
+    "finger_gap_m": (-0.005, 0.2),
+    "gripper_closed": (0.0, 1.0),
+}
+"""The readings a robot (or this simulator) can give, per ``PROPRIO_NAMES`` field: far wider than the trained
+workspace (±16 cm around the spawn centre, up to 30 cm high, fingers 4 cm apart when open), so that ``GraspAgent``
+refuses another unit (millimetres) and garbage, not an arm outside the workspace; a few millimetres below zero pass
+(a calibration's error). The Gym wrapper's observation space is this box."""
 STATE_NAMES = tuple(
     [f"q{i}" for i in range(9)] + [f"qd{i}" for i in range(9)]
     + ["sphere_x", "sphere_y", "sphere_z", "sphere_qx", "sphere_qy", "sphere_qz", "sphere_qw"]

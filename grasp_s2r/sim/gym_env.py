@@ -1,6 +1,6 @@
 """Gymnasium wrapper: ``gymnasium.make("grasp_s2r/Grasp-v0")``.
 
-Observation: ``{"rgb": uint8 (H, W, 3), "proprio": float32 (5,)}`` (see ``PROPRIO_NAMES``).
+Observation: ``{"rgb": uint8 (H, W, 3), "proprio": float32 (5,)}`` (see ``PROPRIO_NAMES``; bounds ``PROPRIO_RANGES``).
 Action: float32 (4,) in [-1, 1] (TCP displacement x, y, z and gripper; see ``grasp_s2r.sim.env``).
 Reward: 1.0 on the step the sphere is held and lifted, else 0.0. ``info`` carries the GT mask.
 """
@@ -13,10 +13,10 @@ import gymnasium as gym
 import numpy as np
 
 from grasp_s2r.sim.config import EnvConfig
-from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, GraspEnv, StepResult
+from grasp_s2r.sim.env import ACTION_DIM, PROPRIO_NAMES, PROPRIO_RANGES, GraspEnv, StepResult
 
-PROPRIO_LOW = np.array([-2.0, -2.0, -1.0, 0.0, 0.0], np.float32)
-PROPRIO_HIGH = np.array([2.0, 2.0, 2.0, 0.1, 1.0], np.float32)
+PROPRIO_LOW = np.array([PROPRIO_RANGES[name][0] for name in PROPRIO_NAMES], np.float32)
+PROPRIO_HIGH = np.array([PROPRIO_RANGES[name][1] for name in PROPRIO_NAMES], np.float32)
 
 
 class GraspGymEnv(gym.Env):
