@@ -113,3 +113,22 @@ def test_every_command_the_docs_show_parses(where, argv):
             build_parser().parse_args(argv)
     except SystemExit as e:
         pytest.fail(f"{where}: grasp-s2r {shlex.join(argv)}: exit {e.code}: {err.getvalue().strip()}")
+
+
+COMMAND_DOCS = ("docs/commands.md", "docs/command-behaviour.md")
+"""Where a command's options are documented: its section of commands.md, or the options several commands share."""
+
+
+@pytest.mark.parametrize("command", sorted(build_parser().command_parsers))  # type: ignore[attr-defined]
+def test_every_option_of_every_command_is_documented(command):
+    """Each option a command's parser accepts is named in its ``### command`` section of docs/commands.md or in
+    docs/command-behaviour.md (one of its spellings: ``--no-next-obs`` documents ``--next-obs``)."""
+    text = (REPO / COMMAND_DOCS[0]).read_text()
+    start = text.index(f"\n### {command}\n")
+    end = text.find("\n### ", start + 1)
+    documented = text[start:end if end > 0 else None] + (REPO / COMMAND_DOCS[1]).read_text()
+    parser = build_parser(only=command).command_parsers[command]  # type: ignore[attr-defined]
+    missing = [action.option_strings[-1] for action in parser._actions
+               if action.option_strings and "--help" not in action.option_strings
+               and not any(re.search(re.escape(o) + r"(?![\w-])", documented) for o in action.option_strings)]
+    assert not missing, f"grasp-s2r {command}: options documented in neither {' nor '.join(COMMAND_DOCS)}: {missing}"

@@ -59,3 +59,11 @@ def test_a_run_with_a_margin_trains_on_the_wider_view_and_its_segmenter_reads_on
         SegmenterTrainConfig(margin_px=-1)
     with pytest.raises(TrainError, match="multiple of 16"):
         SegmenterTrainConfig(unshuffle=2, margin_px=4)  # 72 px is not a multiple of 16
+    # a deeper U-Net halves its input more often: its input and crops must divide by 2 ** depth
+    with pytest.raises(TrainError, match="depth 5 with unshuffle 1 needs an input .* multiple of 32, got 72"):
+        SegmenterTrainConfig(depth=5, margin_px=4)
+    with pytest.raises(TrainError, match="depth 6 with unshuffle 1 needs crops a multiple of 64 px, got 32"):
+        SegmenterTrainConfig(depth=6)
+    with pytest.raises(TrainError, match="depth must be >= 1"):
+        SegmenterTrainConfig(depth=0)
+    assert SegmenterTrainConfig(depth=4).input_multiple_px == 16

@@ -43,6 +43,7 @@ OPTIONS = (
     Option("--lr", "peak learning rate", "lr", type=float),
     Option("--arch", "network", "architecture"),
     Option("--width", "U-Net channels at full resolution", "width", type=positive_int),
+    Option("--depth", "U-Net poolings (the input side must divide by 2 ** depth)", "depth", type=positive_int),
     Option("--unshuffle", "U-Net reading S x S pixel blocks as channels, its logits put back per pixel: every camera "
            "pixel at about the multiply-adds of an image S times smaller (1: plain)", "unshuffle",
            type=positive_int, metavar="S"),

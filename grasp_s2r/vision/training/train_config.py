@@ -142,9 +142,11 @@ class SegmenterTrainConfig:
                              f"got {self.padding!r}")
         if self.margin_px < 0 or (self.margin_px and self.architecture != "unet"):
             raise TrainError(f"margin_px must be >= 0 (> 0: a U-Net only), got {self.margin_px}")
-        if self.input_px % (8 * self.unshuffle):
-            raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs an input (image size + 2 margins) a "
-                             f"multiple of {8 * self.unshuffle}, got {self.input_px}")
+        if self.depth < 1:
+            raise TrainError(f"depth must be >= 1, got {self.depth}")
+        if self.input_px % self.input_multiple_px:
+            raise TrainError(f"a U-Net of depth {self.depth} with unshuffle {self.unshuffle} needs an input (image "
+                             f"size + 2 margins) a multiple of {self.input_multiple_px}, got {self.input_px}")
         if not 0.0 <= self.rank_weight < math.inf:
             raise TrainError(f"rank_weight must be >= 0, got {self.rank_weight}")
         if not 0.0 < self.hard_share <= 1.0:
@@ -161,9 +163,9 @@ class SegmenterTrainConfig:
             object.__setattr__(self, "crop_px", 0 if self.init_checkpoint else DEFAULT_CROP_PX)
         if self.crop_px < 0:
             raise TrainError(f"crop size must be >= 0 px, got {self.crop_px}")
-        if self.crop_px and self.crop_px < self.input_px and self.crop_px % (8 * self.unshuffle):
-            raise TrainError(f"a U-Net with unshuffle {self.unshuffle} needs crops a multiple of "
-                             f"{8 * self.unshuffle} px, got {self.crop_px}")
+        if self.crop_px and self.crop_px < self.input_px and self.crop_px % self.input_multiple_px:
+            raise TrainError(f"a U-Net of depth {self.depth} with unshuffle {self.unshuffle} needs crops a multiple "
+                             f"of {self.input_multiple_px} px, got {self.crop_px}")
         if not self.crop_px or self.crop_px >= self.input_px:  # whole images: no whole-image phase to have
             object.__setattr__(self, "full_size_share", 0.0)
         if self.crop_px:
@@ -196,6 +198,12 @@ class SegmenterTrainConfig:
     def input_px(self) -> int:
         """The side of the network's input: the view and its margins."""
         return self.image_size_px + 2 * self.margin_px
+
+    @property
+    def input_multiple_px(self) -> int:
+        """What the input's and the crops' side must be a multiple of: the U-Net halves it ``depth`` times after its
+        pixel unshuffle (LR-ASPP: 8)."""
+        return 2 ** self.depth * self.unshuffle if self.architecture == "unet" else 8
 
     def env_config(self) -> EnvConfig:
         """The scene the run's sim views are rendered in: the camera of ``image_size_px`` widened by ``margin_px``,
