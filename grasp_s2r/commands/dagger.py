@@ -77,6 +77,8 @@ OPTIONS = (
     Option("--cnn-channels", "add a CNN branch over the pooled mask with these channels", "policy.channels",
            convert=lambda text: _channels(text), show=lambda c: comma_text(c) or "none: mask moments only",
            metavar="C1,C2,..."),
+    Option("--hidden", "width of the controller's MLP head (its two hidden layers)", "policy.hidden",
+           type=positive_int),
     Option("--out-of-view-prob", "share of training episodes whose sphere starts out of view", "out_of_view_prob",
            type=float, metavar="P"),
     Option("--table-photo-prob", "share of training episodes with a training photo as the table texture",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, get_args
 
 from grasp_s2r.configs import to_dict
@@ -21,6 +21,9 @@ from grasp_s2r.sim.config import EnvConfig, control_env_config
 
 BetaSchedule = Literal["linear", "exponential"]
 BETA_SCHEDULES: tuple[str, ...] = get_args(BetaSchedule)
+_POLICY_INPUT_FLAGS = tuple(f.name for f in fields(PolicyConfig) if f.default is False)
+"""``PolicyConfig``'s switches of extra inputs (memory, gripper, tcp_xy, ...): off, a run's identity leaves them out,
+so that runs made before a switch existed resume."""
 _RESUMABLE_FIELDS = ("rounds", "workers", "backend", "device", "torch_threads", "out")
 """Config fields that may differ when a run is resumed (e.g. ask for more rounds; the folder moved or copied)."""
 _LEGACY_VALUES = {"observable_expert": False, "out_of_view_prob": 0.0, "table_photo_prob": 0.0, "dropout_prob": 0.0,
@@ -167,7 +170,7 @@ class DaggerConfig:
         """The fields that define the run's results (not how many rounds, nor where it computes)."""
         identity = {k: v for k, v in self.to_dict().items()
                     if k not in _RESUMABLE_FIELDS and not (k in _LEGACY_VALUES and v == _LEGACY_VALUES[k])}
-        for flag in ("memory", "gripper", "tcp_xy"):  # inputs off: as before these inputs existed
+        for flag in _POLICY_INPUT_FLAGS:  # inputs off: as before these inputs existed (a flag added later too)
             if not identity["policy"].get(flag):
                 identity["policy"].pop(flag, None)
         if "tcp_xy" not in identity["policy"]:

@@ -35,9 +35,9 @@ from grasp_s2r.stats import format_rate, wilson_interval
 
 EVAL_FORMAT = "grasp_s2r.eval"
 EVAL_FORMAT_VERSION = 1
-ISSUE_CONDITIONS = ("nominal", "heldout-backgrounds", "dynamics-shift", "moving-target", "perturbation",
-                    "table-photo", "start-out-of-view", "camera-miscalibration", "dropout")
-"""The conditions evaluated by default (issue 6's, then issue 12's)."""
+ISSUE_CONDITIONS = tuple(name for name in CONDITIONS if name != "sim-render")
+"""The conditions evaluated by default: every one of ``CONDITIONS`` but the raw sim render (a condition added there
+is evaluated by default too)."""
 
 
 PICTURES_STAGING = ".pictures-partial"
