@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import tables_adapt as adapt
 import tables_prose as prose
 import tables_render as r
 import tables_scene as scene
@@ -64,6 +65,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "parallax_filter": unseen.parallax_filter_table,
     "val_suites": prose.val_suites_table,
     "sphere_shadow": scene.sphere_shadow_table,
+    "adapt_recipe": adapt.adapt_recipe_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")
