@@ -10,8 +10,8 @@ from tables_base import load, md_table, not_measured, pct, provenances
 ADAPT_RECIPE_ARMS = (
     ("default", "`adapt`'s fine-tune"),
     ("nodis", "without the recipe's distractors"),
-    ("pt50", "half the composites on your photos as the sim table (photos behind 0.25, textures and flat colours "
-             "0.05)"),
+    ("pt50", ("half the composites on your photos as the sim table (photos behind 0.25, textures and flat colours "
+              "0.05)")),
     ("far50", "far views 50 %"),
     ("lr2e3", "peak learning rate 2e-3"),
     ("steps2400", "2400 steps"),
