@@ -10,7 +10,7 @@ Every stage calls the same library function as its own command and writes into `
 re-running the same command after an interruption skips what is finished. ``OUT/run.json`` records the run: a rerun
 that asks for other training (``PipelineConfig.identity``) is refused, naming the field; one that asks for other
 evaluations (``EVALUATION_FIELDS``) or more DAgger rounds redoes only what they change. An evaluation stage is
-skipped where its report is of the same weights (sha256) and settings.
+skipped where its report is of the same weights (sha256), settings and grasp_s2r version.
 """
 
 from __future__ import annotations
@@ -31,9 +31,12 @@ PIPELINE_FORMAT_VERSION = 5
 RUN_FORMAT = "grasp_s2r.pipeline-run"
 RUN_FORMAT_VERSION = 1
 EVALUATION_FIELDS = ("out", "workers", "vision_eval_images", "eval_episodes", "conditions")
-"""Fields that change only where the stages run or what the evaluations measure, not what is trained."""
+"""Fields a rerun may change: where the stages run (the folder, the processes: as ``dagger``'s resume allows) and
+what the evaluations measure."""
 RESUMABLE_FIELDS = ("dagger_rounds",)
-"""Fields a rerun may raise: DAgger goes on from its last round (``grasp-s2r dagger``'s resume)."""
+"""Fields a rerun may change too: DAgger goes on from its last round, or selects among fewer (``dagger``'s resume)."""
+TRAINED = ("vision/checkpoint-latest.pt", "vision/model.pt", "demos/meta.json", "dagger/run.json")
+"""What a pipeline run has made once it has trained or collected anything: before, its options may still change."""
 RERUN_HINT = "rerun it with the options it was made with (its run.json), or choose another --out"
 
 
@@ -103,9 +106,27 @@ def _current_report(path: Path, expected: dict) -> dict | None:
 def run_pipeline(cfg: PipelineConfig) -> dict:
     """Run (or resume) every stage; returns the summary also written to ``OUT/summary.json``."""
     with ArtifactFolder(Path(cfg.out), "pipeline"):
-        RunRecord(Path(cfg.out), RUN_FORMAT, RUN_FORMAT_VERSION, "a pipeline run").open(
-            cfg.identity(), asdict(cfg), hint=RERUN_HINT)
+        _open_record(cfg)
         return _run_pipeline(cfg)
+
+
+def _open_record(cfg: PipelineConfig) -> None:
+    """Write ``OUT/run.json``, or check this run's options against it (``RunRecordError`` naming each field that
+    differs). A record of a run that made nothing yet (it stopped on a bad option) gives way to this one; a folder
+    of a version before the record has its ``summary.json``'s options checked."""
+    out = Path(cfg.out)
+    record = RunRecord(out, RUN_FORMAT, RUN_FORMAT_VERSION, "a pipeline run")
+    made = any((out / name).exists() for name in TRAINED)
+    if record.exists() and not made:
+        record.path.unlink()
+    if not record.exists() and made:
+        try:
+            old = json.loads((out / "summary.json").read_text())["config"]
+        except (OSError, ValueError, KeyError, TypeError):
+            old = None  # an older run stopped before its summary: nothing says what it asked
+        if isinstance(old, dict):
+            record.open({k: old.get(k, v) for k, v in cfg.identity().items()}, old, hint=RERUN_HINT)
+    record.open(cfg.identity(), asdict(cfg), hint=RERUN_HINT)
 
 
 def _run_pipeline(cfg: PipelineConfig) -> dict:
@@ -153,7 +174,8 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     t = _stage("evaluate the segmentation network on every test suite (held-out split)", 2, total)
     vision_cfg = VisionEvalConfig(n_images=cfg.vision_eval_images, seed=cfg.seed + 1)
     vision_report = _current_report(vision_dir / "eval.json", {"config": {**vision_cfg.to_dict(), "suite": list(SUITES)},
-                                                               "model.sha256": file_sha256(model)})
+                                                               "model.sha256": file_sha256(model),
+                                                               "package_version": __version__})
     if vision_report is None:
         vision_report, _ = evaluate_suites(model, list(SUITES), backgrounds_dir=backgrounds, latency_frames=0,
                                            cfg=vision_cfg)
@@ -183,6 +205,7 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     weights = {"policy_sha256": file_sha256(d.policy_path), "masks": mask_source_identity("predicted", str(model))}
     definitions = {f"conditions.{name}.condition": resolve_condition(name, None).to_dict() for name in cfg.conditions}
     results = _current_report(out / "eval" / "eval.json", {"config": eval_cfg.to_dict(), "weights": weights,
+                                                           "package_version": __version__,
                                                            **definitions})  # a condition edited since: run again
     if results is None:
         results = evaluate_policy(eval_cfg)

@@ -18,12 +18,17 @@ def test_registered_env_passes_check_env():
 
 
 def test_an_expert_grasp_stays_inside_the_observation_space():
-    """Every observation of a whole grasp (down to the table, fingers closed on the sphere, lifted) lies in the
-    space the wrapper declares (``PROPRIO_RANGES``, the bounds ``GraspAgent`` checks a robot's readings against)."""
+    """The space the wrapper declares is the one table of bounds ``GraspAgent`` checks a robot's readings against
+    (``PROPRIO_RANGES``, by name), and every observation of a whole grasp (down to the table, fingers closed on the
+    sphere, lifted) lies in it."""
     from grasp_s2r.expert.fsm import Expert
+    from grasp_s2r.sim.env import PROPRIO_NAMES, PROPRIO_RANGES
 
     env = gym.make(grasp_s2r.GYM_ENV_ID)
     try:
+        space = env.observation_space["proprio"]
+        np.testing.assert_allclose(np.stack([space.low, space.high], 1),
+                                   [PROPRIO_RANGES[name] for name in PROPRIO_NAMES], rtol=1e-6)
         inner = env.unwrapped.env
         expert = Expert(inner.config.scene)
         obs, _ = env.reset(seed=5)

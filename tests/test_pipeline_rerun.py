@@ -55,3 +55,28 @@ def test_a_rerun_skips_what_it_made_redoes_what_changed_and_refuses_other_traini
     assert err.startswith("grasp-s2r pipeline: error: ") and "vision_steps: stored 2, asked 3" in err
     assert "choose another --out" in err and len(err.strip().splitlines()) == 1
     assert json.loads((out / "run.json").read_text())["config"]["eval_episodes"] == 3
+
+
+def test_a_run_that_made_nothing_gives_way_and_a_folder_older_than_the_record_is_checked(tmp_path):
+    """A pipeline stopped on a bad option before it trained anything may be rerun with corrected options; a folder
+    made before ``run.json`` existed is checked against the options its ``summary.json`` records."""
+    from grasp_s2r.pipeline import _open_record
+    from grasp_s2r.vision.images.backgrounds import BackgroundError
+
+    out = tmp_path / "pipe"
+    bad = PipelineConfig(out=str(out), backgrounds=str(tmp_path / "no-such-photos"), workers=1)
+    with pytest.raises(BackgroundError):
+        run_pipeline(bad)
+    assert json.loads((out / "run.json").read_text())["identity"]["backgrounds"] == bad.backgrounds
+    _open_record(replace(bad, backgrounds=""))  # nothing was made: the corrected options are the run's now
+    assert json.loads((out / "run.json").read_text())["identity"]["backgrounds"] == ""
+
+    old = tmp_path / "old-pipe"  # as a version before run.json left a finished run
+    (old / "vision").mkdir(parents=True)
+    (old / "vision" / "model.pt").write_bytes(b"weights")
+    made_with = PipelineConfig(out=str(old), vision_steps=300)
+    (old / "summary.json").write_text(json.dumps({"config": {**dataclasses.asdict(made_with), "conditions": []}}))
+    with pytest.raises(RunRecordError, match="vision_steps: stored 300, asked 3000"):
+        _open_record(replace(made_with, vision_steps=3000))
+    _open_record(made_with)
+    assert json.loads((old / "run.json").read_text())["identity"]["vision_steps"] == 300

@@ -86,3 +86,12 @@ def test_a_checkpoint_carries_its_tiling(tmp_path, images):
     write_checkpoint(ckpt, path)
     with pytest.raises(CheckpointError, match="do not fit"):
         read_checkpoint(path)
+    # a deeper U-Net reads no tile its poolings cannot halve: 40 px windows through 4 poolings (40 -> 2.5) are refused
+    ckpt["tiling"] = {"size_px": 40, "stride_px": 20}
+    ckpt["arch_kwargs"] = {**ckpt["arch_kwargs"], "depth": 4}
+    write_checkpoint(ckpt, path)
+    with pytest.raises(CheckpointError, match="tiles of 40 px do not suit this network: its input's side must divide by 16"):
+        read_checkpoint(path)
+    with pytest.raises(ValueError, match="must divide by 16"):
+        Segmenter(reference.model, input_hw=(64, 64), config={**reference.config, "arch_kwargs": ckpt["arch_kwargs"]},
+                  tiling=Tiling(40, 20))

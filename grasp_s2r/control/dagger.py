@@ -85,6 +85,12 @@ def check_demos(cfg: DaggerConfig) -> EpisodeDataset:
     if missing:
         raise ValueError(f"--demos {cfg.demos} were collected by an older grasp_s2r (no {', '.join(missing)}): "
                          f"'grasp-s2r upgrade {cfg.demos} --out NEW' writes them in the current layout")
+    theirs = demos.meta.get("config", {})
+    mine = to_json(cfg.env)
+    if theirs.get("env") != mine:
+        raise ValueError(f"--demos {cfg.demos} were collected with another scene or camera than this run's "
+                         f"({'; '.join(differences(theirs.get('env'), mine))}); collect them with 'grasp-s2r collect "
+                         "--controller-scene' and this run's scene options, or leave --demos out")
     schema = rollout_features(cfg.env)
     other = [k for k in STEP_KEYS if features[k].get("shape") != schema[k]["shape"]  # names: where recorded
              or features[k].get("names", schema[k].get("names")) != schema[k].get("names")]
@@ -94,12 +100,6 @@ def check_demos(cfg: DaggerConfig) -> EpisodeDataset:
                          f"grasp_s2r's ({k}: shape {features[k].get('shape')}, names {features[k].get('names')}; "
                          f"here shape {schema[k]['shape']}, names {schema[k].get('names')}): collect them again with "
                          "this version, or leave --demos out")
-    theirs = demos.meta.get("config", {})
-    mine = to_json(cfg.env)
-    if theirs.get("env") != mine:
-        raise ValueError(f"--demos {cfg.demos} were collected with another scene or camera than this run's "
-                         f"({'; '.join(differences(theirs.get('env'), mine))}); collect them with 'grasp-s2r collect "
-                         "--controller-scene' and this run's scene options, or leave --demos out")
     want = mask_source_identity(cfg.masks, cfg.vision_checkpoint)
     if theirs.get("masks") != want:
         vision = f" --vision {cfg.vision_checkpoint}" if cfg.masks == "predicted" and cfg.vision_checkpoint else ""

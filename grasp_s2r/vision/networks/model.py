@@ -158,5 +158,13 @@ def build_model(architecture: str, **kwargs: Any) -> nn.Module:
     raise ValueError(f"unknown architecture {architecture!r}; choose one of {', '.join(ARCHITECTURES)}")
 
 
+def input_multiple_px(architecture: str, arch_kwargs: dict[str, Any]) -> int:
+    """What the side of a network's input (an image, a crop, a tile) must be a multiple of: a U-Net halves it
+    ``depth`` times after its pixel unshuffle; LR-ASPP, 8."""
+    if architecture == "unet":
+        return 2 ** int(arch_kwargs.get("depth", 3)) * int(arch_kwargs.get("unshuffle", 1))
+    return 8
+
+
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())

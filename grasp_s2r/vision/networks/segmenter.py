@@ -43,7 +43,7 @@ from torch.nn import functional as F
 from grasp_s2r import __version__
 from grasp_s2r.devices import default_device, weights_finite
 from grasp_s2r.files import atomic_write, file_sha256, torch_load_problem, weights_problem
-from grasp_s2r.vision.networks.model import build_model, to_input_tensor, two_frame_input
+from grasp_s2r.vision.networks.model import build_model, input_multiple_px, to_input_tensor, two_frame_input
 
 FORMAT_NAME = "grasp_s2r.segmenter"
 FORMAT_VERSION = 1
@@ -178,10 +178,20 @@ def read_checkpoint(path: Path | str) -> dict[str, Any]:
     try:
         check_threshold(ckpt.get("threshold", THRESHOLD))
         if ckpt.get("tiling") is not None:
-            Tiling.from_dict(ckpt["tiling"]).starts(min(ckpt["input_hw"]))
+            check_tiling(Tiling.from_dict(ckpt["tiling"]), ckpt)
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"checkpoint {path}: {e}") from None
     return ckpt
+
+
+def check_tiling(tiling: Tiling, ckpt: dict[str, Any]) -> None:
+    """ValueError unless ``tiling``'s windows fit the input of checkpoint (or metadata) ``ckpt`` and its network
+    reads windows of that size (a U-Net's must divide by ``2 ** depth``)."""
+    tiling.starts(min(ckpt["input_hw"]))
+    multiple = input_multiple_px(ckpt["architecture"], ckpt.get("arch_kwargs") or {})
+    if tiling.size_px % multiple:
+        raise ValueError(f"tiles of {tiling.size_px} px do not suit this network: its input's side must divide by "
+                         f"{multiple} ({ckpt['architecture']} {ckpt.get('arch_kwargs')})")
 
 
 def _as_batch(rgb_uint8: np.ndarray, previous: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, bool]:
@@ -212,7 +222,7 @@ class Segmenter:
         self.threshold = check_threshold(threshold)
         """Probability above which a pixel is the sphere (the checkpoint's calibrated one when it has one)."""
         if tiling is not None:
-            tiling.starts(min(self.input_hw))  # ValueError when its windows do not fit the input
+            check_tiling(tiling, {**config, "input_hw": list(self.input_hw)})
         self.tiling = tiling
         """How the sphere is predicted: tile by tile (:class:`Tiling`), or None: the whole ``input_hw`` image."""
         self.config = config

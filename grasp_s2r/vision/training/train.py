@@ -293,7 +293,9 @@ def _train(cfg: SegmenterTrainConfig, out_dir: Path, *, resume: bool = False, ba
         tb.image_file("train/composites", out_dir / "composites.png", step)
 
     def checkpoint(with_optimizer: bool) -> dict[str, Any]:
-        progress_now = {"elapsed_s": elapsed0 + time.perf_counter() - t0, "losses_since_row": losses}
+        since_row = step - (history[-1]["step"] if history else 0)  # an interrupt may fall between a step's
+        progress_now = {"elapsed_s": elapsed0 + time.perf_counter() - t0,  # loss and its count, or a row and its reset
+                        "losses_since_row": losses[:max(since_row, 0)]}
         return make_checkpoint(
             model, architecture=cfg.architecture, arch_kwargs=cfg.arch_kwargs,
             input_hw=(cfg.input_px, cfg.input_px), background_split=split, config=run_cfg, step=step,

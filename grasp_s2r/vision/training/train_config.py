@@ -16,7 +16,7 @@ from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.vision.images.crops import CropConfig
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, DataConfig, env_config_for
 from grasp_s2r.vision.networks.anomaly import ANOMALY_WINDOWS_PX
-from grasp_s2r.vision.networks.model import ARCHITECTURES, PADDINGS, Architecture, Padding
+from grasp_s2r.vision.networks.model import ARCHITECTURES, PADDINGS, Architecture, Padding, input_multiple_px
 from grasp_s2r.vision.networks.segmenter import CheckpointError, checkpoint_margin_px, read_checkpoint
 
 DEFAULT_CROP_PX = 32
@@ -203,7 +203,7 @@ class SegmenterTrainConfig:
     def input_multiple_px(self) -> int:
         """What the input's and the crops' side must be a multiple of: the U-Net halves it ``depth`` times after its
         pixel unshuffle (LR-ASPP: 8)."""
-        return 2 ** self.depth * self.unshuffle if self.architecture == "unet" else 8
+        return input_multiple_px(self.architecture, self.arch_kwargs)
 
     def env_config(self) -> EnvConfig:
         """The scene the run's sim views are rendered in: the camera of ``image_size_px`` widened by ``margin_px``,
