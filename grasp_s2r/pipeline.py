@@ -63,6 +63,8 @@ class PipelineConfig:
     dagger_table_photo_prob: float = 0.3
     """Share of DAgger's training episodes with a training photo as the sim table's texture (chosen on validation
     episodes of the training photos, ``benchmarks/pipeline_recipe.py``: docs/control.md)."""
+    dagger_eval_episodes: int = 40
+    """Episodes measuring each DAgger round (the best round is kept: ``grasp-s2r dagger --eval-episodes``)."""
     eval_episodes: int = 50
     """Episodes per condition of the end-to-end evaluation."""
     conditions: tuple[str, ...] = ("nominal", "heldout-backgrounds", "table-photo")
@@ -196,7 +198,8 @@ def _run_pipeline(cfg: PipelineConfig) -> dict:
     t = _stage("train the controller with DAgger over predicted masks", 4, total)
     d = run_dagger(DaggerConfig(out=str(out / "dagger"), rounds=cfg.dagger_rounds, demos=str(demos),
                                 vision_checkpoint=str(model), workers=cfg.workers, seed=cfg.seed,
-                                table_photo_prob=cfg.dagger_table_photo_prob))
+                                table_photo_prob=cfg.dagger_table_photo_prob,
+                                eval_episodes=cfg.dagger_eval_episodes))
     seconds["dagger"] = time.perf_counter() - t
 
     t = _stage("evaluate end to end: wrist RGB -> mask -> controller -> action", 5, total)

@@ -17,8 +17,8 @@ from grasp_s2r.runtime import conditions
 
 def test_a_rerun_skips_what_it_made_redoes_what_changed_and_refuses_other_training(tmp_path, capsys, monkeypatch):
     out = tmp_path / "pipe"
-    cfg = PipelineConfig(out=str(out), demo_episodes=2, vision_steps=2, dagger_rounds=1, vision_eval_images=32,
-                         eval_episodes=2, conditions=("nominal",), workers=1)
+    cfg = PipelineConfig(out=str(out), demo_episodes=2, vision_steps=2, dagger_rounds=1, dagger_eval_episodes=2,
+                         vision_eval_images=32, eval_episodes=2, conditions=("nominal",), workers=1)
     run_pipeline(cfg)
     reports = {name: (out / name).read_bytes() for name in ("vision/eval.json", "eval/eval.json")}
     capsys.readouterr()

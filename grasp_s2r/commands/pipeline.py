@@ -19,6 +19,8 @@ OPTIONS = (
     Option("--dagger-rounds", "DAgger rounds, round 0 included", "dagger_rounds", type=positive_int),
     Option("--dagger-table-photo-prob", "share of DAgger training episodes with a training photo as the table texture",
            "dagger_table_photo_prob", type=float, metavar="P"),
+    Option("--dagger-eval-episodes", "episodes measuring each DAgger round (the best round is kept)",
+           "dagger_eval_episodes", type=positive_int),
     Option("--eval-episodes", "episodes per condition of the end-to-end evaluation", "eval_episodes",
            type=positive_int),
     Option("--workers", "worker processes for collection and rollouts", "workers", type=positive_int),
