@@ -249,14 +249,13 @@ class DaggerTrainer:
         return row  # the checkpoint just written marks the round complete
 
 
-def resume_line(out: Path, completed: int, rounds: int) -> str:
+def resume_line(store: RunStore, completed: int, rounds: int) -> str:
     """What a resumed run continues from: its complete rounds, and the episodes kept of the one it stopped in."""
     if completed >= rounds:
-        return f"dagger: resuming {out}: all {rounds} rounds are complete; selecting the controller"
+        return f"dagger: resuming {store.out}: all {rounds} rounds are complete; selecting the controller"
     done = f"rounds 0-{completed - 1} complete" if completed else "no round complete"
-    root = out / f"round-{completed:03d}"
-    kept = len(finished_indices(root)) if root.is_dir() else 0
-    return (f"dagger: resuming {out}: {done}; round {completed} of 0-{rounds - 1} goes on"
+    kept = len(finished_indices(store.round_dir(completed)))
+    return (f"dagger: resuming {store.out}: {done}; round {completed} of 0-{rounds - 1} goes on"
             + (f", keeping its {kept} finished episodes" if kept else ""))
 
 
@@ -281,7 +280,7 @@ def _run_dagger(cfg: DaggerConfig, progress: bool = True, tb: TBLogger | None = 
     masks = make_mask_source(cfg.masks, cfg.vision_checkpoint, device)
     rows = store.completed_rows()
     if rows or store.round_dir(0).is_dir():
-        tqdm.write(resume_line(out, len(rows), cfg.rounds))
+        tqdm.write(resume_line(store, len(rows), cfg.rounds))
     with open_runner(cfg.backend, cfg.env, cfg.workers, torch_threads=cfg.torch_threads,
                      observable_expert=cfg.observable_expert,
                      search=SearchConfig(search_height_m=cfg.search_height_m,
