@@ -123,17 +123,16 @@ def adapt(tune: Path, test: Path, out: Path, extra: list[str]) -> tuple[dict, fl
 
 def check_adapt_args(extra: list[str]) -> None:
     """``--adapt-args`` checked as ``grasp-s2r adapt`` checks them, before the minutes of the first evaluation."""
-    from grasp_s2r.adapt import AdaptConfig
     from grasp_s2r.cli import build_parser
-    from grasp_s2r.commands.adapt import OPTIONS
-    from grasp_s2r.options import UsageError, config_from_options
+    from grasp_s2r.commands.adapt import config_from_args
+    from grasp_s2r.options import UsageError
 
     parser = build_parser(only="adapt")
     try:
         args, unknown = parser.parse_known_args(["adapt", "--photos", "PHOTOS", *extra])
         if unknown:
             raise ValueError(f"unrecognized options {' '.join(unknown)}")
-        config_from_options(AdaptConfig, args, OPTIONS)
+        config_from_args(args)
     except (ValueError, UsageError, SystemExit) as e:
         sys.exit(f"own_scene: --adapt-args {shlex.join(extra)!r}: {e}" if not isinstance(e, SystemExit) else
                  f"own_scene: --adapt-args {shlex.join(extra)!r} are not options of grasp-s2r adapt (above)")

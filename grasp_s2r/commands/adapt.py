@@ -42,11 +42,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
-def run(args: argparse.Namespace) -> int:
+def config_from_args(args: argparse.Namespace) -> AdaptConfig:
+    """The :class:`AdaptConfig` of parsed :func:`add_arguments` options, or :class:`UsageError` (the command and
+    ``benchmarks/own_scene.py``, which checks its ``--adapt-args`` before it evaluates, share it)."""
     try:
-        cfg = config_from_options(AdaptConfig, args, OPTIONS)
+        return config_from_options(AdaptConfig, args, OPTIONS)
     except ValueError as e:
         raise UsageError(str(e)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
     if not cfg.photos.strip():
         raise UsageError("--photos: an empty path")
     for flag, folder in (("--photos", cfg.photos), ("--check-photos", cfg.check_photos)):
