@@ -1,7 +1,8 @@
 """Segmentation networks, built by name: a compact U-Net and torchvision's LR-ASPP (no pretrained weights).
 
 Every network maps a normalized image float (N, 3, H, W) to logits float (N, 1, H, W) at the input
-resolution; ``H`` and ``W`` must be multiples of 8 (a U-Net with ``unshuffle`` s: of 8 s).
+resolution; ``H`` and ``W`` must be multiples of :func:`input_multiple_px` (8; a U-Net of ``depth`` d with
+``unshuffle`` s: of 2 ** d * s).
 """
 
 from __future__ import annotations
