@@ -23,6 +23,8 @@ from pathlib import Path
 
 from results_io import add_json_argument, write_results
 
+from grasp_s2r.files import write_json
+
 ARMS: dict[str, list[str] | None] = {
     "init (not fine-tuned)": None,
     "recipe": [],
@@ -161,7 +163,7 @@ def main() -> None:
                "workers": args.workers, "amp": args.amp, "init": str(init), "steps": args.steps, "batch_size": args.batch_size,
                "lr": args.lr, "split": "val",
                "n_images": args.n_images, "arms": {a: ARMS[a] for a in rows}, "suites": rows}
-    (args.out / "ablation.json").write_text(json.dumps(figures, indent=2))
+    write_json(args.out / "ablation.json", figures, indent=2)
     print(f"wrote {args.out / 'ablation.json'} ({time.perf_counter() - t0:.0f} s)")
     write_results(args.json, "ablate_vision", figures, args)
 

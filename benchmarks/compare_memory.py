@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
 from results_io import add_json_argument, write_results
@@ -24,6 +23,7 @@ from grasp_s2r.control.dagger import DaggerConfig, run_dagger
 from grasp_s2r.control.evaluate import PolicyEvalConfig, evaluate_policy
 from grasp_s2r.control.policy import PolicyConfig
 from grasp_s2r.control.train import PolicyTrainConfig
+from grasp_s2r.files import write_json
 from grasp_s2r.stats import wilson_interval
 
 CONDITIONS = ("start-out-of-view", "dropout")
@@ -64,7 +64,7 @@ def main() -> None:
         results["arms"][arm] = {"labels_per_seed": labels, "success": {
             f"{learner}/{c}": {"successes": k, "episodes": n, "rate": k / n, "ci": wilson_interval(k, n)}
             for (learner, c), (k, n) in counts.items()}}
-        (args.out / "results.json").write_text(json.dumps(results, indent=2))
+        write_json(args.out / "results.json", results, indent=2)
     print(f"{'arm':<11} {'learner':<7} " + " ".join(f"{c:>28}" for c in CONDITIONS))
     for arm, r in results["arms"].items():
         for learner in ("dagger", "bc"):

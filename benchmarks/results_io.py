@@ -36,7 +36,7 @@ from typing import Any
 
 from grasp_s2r import __version__
 from grasp_s2r.cpu import cpu_info
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import write_json
 from grasp_s2r.vision.images.corpus_manifest import sha256_of
 
 FORMAT = "grasp_s2r.benchmark"
@@ -171,7 +171,7 @@ def write_results(path: Path | None, name: str, figures: dict[str, Any], config:
             "package_version": __version__, "git_commit": _git("rev-parse", "HEAD"),
             "git_dirty": None if dirty is None else bool(dirty), "shipped_weights": shipped_weights(),
             "figures": _plain(figures)}
-    atomic_write(path, (json.dumps(data, indent=2) + "\n").encode())
+    write_json(path, data, indent=2)
     print(f"results: {path}" + ("" if path.parent.resolve() != SCRATCH_DIR else " (--save records them in "
                                                                           "benchmarks/results/)"))
     return path

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import tables_adapt as adapt
+import tables_code as code
 import tables_prose as prose
 import tables_render as r
 import tables_scene as scene
@@ -66,6 +67,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "val_suites": prose.val_suites_table,
     "sphere_shadow": scene.sphere_shadow_table,
     "adapt_recipe": adapt.adapt_recipe_table,
+    "conditions": code.conditions_table,
 }
 """Marker name -> renderer (results folder -> the markdown between the markers, no surrounding newlines)."""
 DOCUMENTS = ("README.md", "docs/*.md", "docs/*/*.md")

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from grasp_s2r import __version__
 from grasp_s2r.artifacts import ArtifactError, ArtifactFolder
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import write_json
 from grasp_s2r.run_record import RunRecord
 
 if TYPE_CHECKING:  # torch only when the segmenter is fine-tuned
@@ -155,7 +155,7 @@ def _adapt(cfg: AdaptConfig, progress: bool) -> dict:
               "config": asdict(cfg), "photos": photos, "controller": controller,
               "segmenter": vision or "shipped", "segmenter_steps_trained": _steps_trained(out / "segmenter"),
               "selected_round": selected_round, "seconds": seconds, "scene_check": check}
-    atomic_write(out / "adapt.json", json.dumps(record, indent=2).encode())
+    write_json(out / "adapt.json", record, indent=2)
     how = (f" --vision {vision}" if vision else "") + (f" --policy {controller}" if cfg.rounds else "")
     took = f"{sum(seconds.values()) / 60:.1f} min" + (f" in all, {this_run / 60:.1f} min this run" if earlier else "")
     print(f"adapt: finished in {took}; segmenter {vision or 'shipped'}, controller "

@@ -140,10 +140,15 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
+def json_bytes(obj: Any, **dumps: Any) -> bytes:
+    """``obj`` as strict JSON text (:func:`json_safe`; ``dumps``: ``json.dumps``' options, e.g. ``indent``), ending
+    in a newline: what every JSON file the project writes holds."""
+    return (json.dumps(json_safe(obj), allow_nan=False, **dumps) + "\n").encode()
+
+
 def write_json(path: Path, obj: Any, **dumps: Any) -> None:
-    """``obj`` as strict JSON (:func:`json_safe`; ``dumps``: ``json.dumps``' options, e.g. ``indent``), written
-    atomically (:func:`atomic_write`)."""
-    atomic_write(Path(path), json.dumps(json_safe(obj), allow_nan=False, **dumps).encode())
+    """``obj`` as strict JSON (:func:`json_bytes`), written atomically (:func:`atomic_write`)."""
+    atomic_write(Path(path), json_bytes(obj, **dumps))
 
 
 def remove_unwritten(folder: Path, names: Iterable[str], written: Iterable[Path]) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from grasp_s2r import __version__
 from grasp_s2r.configs import check_same, with_defaults
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import write_json
 
 RUN_FILE = "run.json"
 
@@ -51,7 +51,7 @@ class RunRecord:
             identity = old["identity"]  # the same run: its identity as first written, its config as now asked
         blob = {"format": self.fmt, "format_version": self.version, "package_version": __version__,
                 "identity": identity, "config": config}
-        atomic_write(self.path, json.dumps(blob, indent=2, sort_keys=True).encode())
+        write_json(self.path, blob, indent=2, sort_keys=True)
 
     def check(self, identity: Mapping[str, Any], *, hint: str, defaults: Mapping[str, Any] | None = None,
               ignore: Iterable[str] = ()) -> dict[str, Any]:

@@ -160,10 +160,10 @@ def test_an_interrupted_eval_leaves_the_last_report_and_its_pictures_whole(untra
     assert main([*base, "--episodes", "1", "--video", "1"]) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
 
-    def interrupted(path, data):
+    def interrupted(path, obj, **dumps):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(evaluate, "atomic_write", interrupted)  # stopped as it would write its eval.json
+    monkeypatch.setattr(evaluate, "write_json", interrupted)  # stopped as it would write its eval.json
     assert main([*base, "--episodes", "2", "--video", "2"]) == 130  # the CLI's "interrupted"
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
     monkeypatch.undo()

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +48,29 @@ def test_what_cannot_be_json_is_still_refused(tmp_path):
         write_json(tmp_path / "r.json", {"x": object()})
     assert not list(tmp_path.iterdir())
     assert json_safe({"k": [math.nan]}) == {"k": [None]}
+
+
+def test_every_tracked_json_file_is_strict_json():
+    # GIVEN every JSON file the repository tracks (results, dataset metadata, manifests, weights' records)
+    root = Path(__file__).resolve().parents[1]
+    listed = subprocess.run(["git", "ls-files", "*.json"], check=False, cwd=root, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    paths = [root / p for p in listed.stdout.split()]
+    assert paths
+    # THEN each one reads with a strict reader: no NaN or Infinity token anywhere
+    for path in paths:
+        strict_load(path)
+
+
+def test_a_benchmark_writes_an_undefined_figure_as_null(tmp_path, monkeypatch):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import results_io
+
+    # GIVEN a benchmark's figures with a figure of nothing measured (a share of no frames, an open bin edge)
+    monkeypatch.setattr(results_io, "SCRATCH_DIR", tmp_path)
+    figures = {"found_large": math.nan, "bins": [[2.5, math.inf]], "found_small": 0.5}
+    # WHEN recorded
+    path = results_io.write_results(tmp_path / "x.json", "bench_x", figures, {"n": 1}, argv=["bench_x.py"])
+    # THEN a strict reader reads it, those figures null
+    assert strict_load(path)["figures"] == {"found_large": None, "bins": [[2.5, None]], "found_small": 0.5}

@@ -234,3 +234,21 @@ def test_own_scene_screen_table_has_a_row_a_set_and_flags_other_shipped_weights(
     monkeypatch.setattr(results_io, "shipped_weights", lambda: {**recorded, "controller.pt": "0" * 64})
     text = tables_unseen.own_scene_screen_table(BENCH / "results")
     assert "Measured with other shipped weights" in text and "0ad-temp" in text.split("other shipped weights")[1]
+
+
+def test_the_conditions_table_is_the_code_s_conditions(tmp_path, monkeypatch):
+    import tables_code
+
+    from grasp_s2r.runtime import conditions
+
+    # GIVEN the conditions as the package defines them, and one more a user adds: their own photos as the table
+    ours = conditions.Condition(name="my-table", table_photos="photos/kitchen", description="my kitchen's table")
+    monkeypatch.setattr(tables_code, "CONDITIONS", {**conditions.CONDITIONS, ours.name: ours})
+    # WHEN the docs' table is rendered
+    rows = tables_code.conditions_table(tmp_path).splitlines()[2:]
+    # THEN every condition has its row, in the code's order, with its description and where its photos go
+    assert [r.split(" | ")[0] for r in rows] == [f"| `{n}`" for n in [*conditions.CONDITIONS, "my-table"]]
+    assert rows[-1] == ("| `my-table` | photos/kitchen, as the sim table's texture | my kitchen's table | "
+                        "no (`--conditions all`) |")
+    sim = next(r for r in rows if r.startswith("| `sim-render`"))
+    assert "none: the sim table" in sim and conditions.CONDITIONS["sim-render"].description in sim

@@ -8,7 +8,6 @@ its 95 % Wilson interval. A few episodes per condition are drawn as a PNG strip 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -26,7 +25,7 @@ from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
 from grasp_s2r.control.policy import Policy, trained_scene
 from grasp_s2r.devices import default_device
 from grasp_s2r.drawing import write_gif, write_strip
-from grasp_s2r.files import atomic_write, file_sha256, remove_unwritten
+from grasp_s2r.files import file_sha256, remove_unwritten, write_json
 from grasp_s2r.runtime.backend import BackendConfig, claimed, open_runner
 from grasp_s2r.runtime.conditions import CONDITIONS, resolve_condition
 from grasp_s2r.runtime.masks import MaskInput, make_mask_source, mask_source_identity
@@ -158,7 +157,7 @@ def _evaluate(cfg: PolicyEvalConfig, progress: bool = True) -> dict[str, Any]:
             tqdm.write(f"{name:<22} {format_rate(k, n)}")
     results["seconds"] = time.perf_counter() - t_start
     if out is not None:
-        atomic_write(out / "eval.json", json.dumps(results, indent=2).encode())
+        write_json(out / "eval.json", results, indent=2)
         for picture in pictures:  # renames: the new report's pictures follow it at once
             os.replace(staging / picture, out / picture)
         shutil.rmtree(staging, ignore_errors=True)

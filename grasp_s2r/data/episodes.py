@@ -38,7 +38,7 @@ import numpy as np
 from grasp_s2r import __version__
 from grasp_s2r.artifacts import ARTIFACT_LOCK, ARTIFACT_MARKER
 from grasp_s2r.configs import check_same
-from grasp_s2r.files import atomic_write, default_mode, disk_errors
+from grasp_s2r.files import default_mode, disk_errors, json_bytes, write_json
 
 FORMAT_NAME = "grasp_s2r.episodes"
 FORMAT_VERSION = 1
@@ -92,7 +92,7 @@ def init_dataset(root: Path, config: dict[str, Any], features: dict[str, Any], k
                    error=DatasetError)
         return old
     root.mkdir(parents=True, exist_ok=True)
-    atomic_write(root / META_FILE, json.dumps(meta, indent=2, sort_keys=True).encode())
+    write_json(root / META_FILE, meta, indent=2, sort_keys=True)
     return meta
 
 
@@ -130,8 +130,8 @@ def write_episode(root: Path, index: int, arrays: Mapping[str, np.ndarray], info
                     f.flush()
                     os.fsync(f.fileno())
                 recorded[name] = {"bytes": (tmp / f"{name}.npy").stat().st_size, "sha256": _digest(tmp / f"{name}.npy")}
-            with open(tmp / "info.json", "w") as f:
-                json.dump({"index": index, **info, "arrays": recorded}, f, indent=2, sort_keys=True)
+            with open(tmp / "info.json", "wb") as f:
+                f.write(json_bytes({"index": index, **info, "arrays": recorded}, indent=2, sort_keys=True))
                 f.flush()
                 os.fsync(f.fileno())
             os.rename(tmp, final)

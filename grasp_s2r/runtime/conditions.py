@@ -78,27 +78,35 @@ class Condition:
 CONDITIONS: dict[str, Condition] = {
     c.name: c for c in (
         Condition(name="nominal", backgrounds="train",
-                  description="training-distribution visuals: sim sphere and gripper on training photos"),
+                  description="the training distribution: the sim sphere and gripper composited on the training "
+                              "photos"),
         Condition(name="heldout-backgrounds", backgrounds="heldout",
-                  description="camera image composited live onto held-out real photos"),
+                  description="the camera image composited live onto photos the segmenter never trained on"),
         Condition(name="dynamics-shift", backgrounds="train", sphere_mass_scale=3.0, sphere_friction_scale=0.5,
                   action_noise_std=0.05, latency_steps=1,
-                  description="sphere 3x mass, 0.5x friction, action noise 0.05, 1 step latency"),
+                  description="sphere 3x mass, 0.5x friction, Gaussian action noise (sd 0.05 = 1 mm), one step of "
+                              "latency"),
         Condition(name="moving-target", backgrounds="train", target_speed_m_s=0.01,
-                  description="the sphere slides at 1 cm/s in a random direction during the approach"),
+                  description="the sphere slides at 1 cm/s in a random direction while the TCP is 2 cm or more "
+                              "above it (never seen in training)"),
         Condition(name="perturbation", backgrounds="train", perturb_distance_m=(0.03, 0.05),
-                  description="the sphere is displaced 3-5 cm once, as the gripper descends onto it"),
+                  description="the sphere is displaced 3-5 cm once, when the TCP first descends to 3 cm above it "
+                              "(clear of the fingers)"),
         Condition(name="sim-render", backgrounds="",
-                  description="raw domain-randomized sim renders (table, not photos) behind the sphere"),
+                  description="raw domain-randomized sim renders: the sim table, no photo"),
         Condition(name="table-photo", table_photos="heldout",
-                  description="held-out real photos as the sim table's texture: perspective, occlusion move with it"),
+                  description="a photo the segmenter never trained on is the sim table's texture: rendered, not "
+                              "composited, so perspective and occlusion move with it"),
         Condition(name="start-out-of-view", backgrounds="train", start_out_of_view_deg=2.0,
-                  description="the sphere starts outside the camera's view (>= 2 deg), within reach: search needed"),
+                  description="the sphere starts on the table within reach, 2 deg or more outside the wrist "
+                              "camera's view: search needed"),
         Condition(name="camera-miscalibration", backgrounds="train", camera_jitter_m=_FULL_JITTER.camera_jitter_m,
                   camera_jitter_deg=_FULL_JITTER.camera_jitter_deg,
-                  description="camera mount jittered per episode by the scene's full 4 mm / 2 deg"),
+                  description="the camera mount jittered per episode by the scene's full 4 mm / 2 deg (the "
+                              "controller trains with 1 mm / 0.5 deg)"),
         Condition(name="dropout", backgrounds="train", dropout_steps=(3, 10),
-                  description="the controller's mask is blank for 3-10 consecutive steps from step 2-5 (missed detections)"),
+                  description="the controller's input mask is blank for 3-10 consecutive steps from step 2-5 "
+                              "(missed detections)"),
     )
 }
 """The named conditions of ``grasp-s2r eval`` (``heldout-backgrounds`` ... ``perturbation`` are issue 6's,

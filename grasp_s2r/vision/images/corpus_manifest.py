@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import atomic_write, write_json
 
 CORPUS_FORMAT = "grasp_s2r.backgrounds_corpus"
 CORPUS_FORMAT_VERSION = 1
@@ -49,7 +49,7 @@ def sha256_of(path: Path | str) -> str:
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
-    atomic_write(folder / MANIFEST_JSON, json.dumps(manifest, indent=1).encode())
+    write_json(folder / MANIFEST_JSON, manifest, indent=1)
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=IMAGE_FIELDS)
     writer.writeheader()

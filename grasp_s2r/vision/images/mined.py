@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import write_json
 from grasp_s2r.vision.images.backgrounds import random_crop
 
 MINED_FILE = "mined_crops.json"
@@ -71,7 +71,7 @@ class MinedCrops:
     def write(self, path: Path) -> None:
         blob = {"format": MINED_FORMAT, "format_version": MINED_FORMAT_VERSION, **asdict(self),
                 "hits": [list(h) for h in self.hits], "hit_rate": round(self.hit_rate, 4)}
-        atomic_write(Path(path), json.dumps(blob, indent=1).encode())
+        write_json(Path(path), blob, indent=1)
 
     @classmethod
     def read(cls, path: Path) -> MinedCrops:

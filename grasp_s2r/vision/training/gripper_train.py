@@ -19,7 +19,6 @@ Run folder::
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from grasp_s2r import __version__
 from grasp_s2r.artifacts import ArtifactFolder
 from grasp_s2r.configs import to_dict
 from grasp_s2r.drawing import save_overlay_grid
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import write_json
 from grasp_s2r.interrupts import children_ignore_interrupts, dataloader_worker_init
 from grasp_s2r.sim.config import EnvConfig
 from grasp_s2r.train_speed import StepThreads, data_and_step_cores, to_memory_format, use_channels_last
@@ -281,7 +280,7 @@ def _train(cfg: GripperTrainConfig, segmenter: Segmenter, out: Path, progress: b
     ckpt = make_head_checkpoint(head, threshold=cfg.threshold, segmenter_sha256=str(segmenter.checkpoint_sha256),
                                 config=to_dict(cfg), metrics={k: metrics[k] for k in ("val", "heldout", "steps")})
     write_head_checkpoint(ckpt, out / HEAD_FILE)
-    atomic_write(out / "metrics.json", (json.dumps(metrics, indent=2) + "\n").encode())
+    write_json(out / "metrics.json", metrics, indent=2)
     n = 24
     images = np.concatenate([sets[s][0][:n] for s in ("val", "heldout")])
     target = np.concatenate([sets[s][1][:n] for s in ("val", "heldout")])

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from grasp_s2r.files import atomic_write
+from grasp_s2r.files import write_json
 
 RUNTIME_FILE = "runtime.json"
 """How each session of a run used its machine (:func:`record_session`)."""
@@ -35,4 +35,4 @@ def record_session(out_dir: Path, session: dict[str, Any]) -> None:
     another machine or precision, and every session stays on record."""
     blob = {"format": "grasp_s2r.vision_runtime", "format_version": 1,
             "sessions": [*runtime_sessions(out_dir), session]}
-    atomic_write(out_dir / RUNTIME_FILE, json.dumps(blob, indent=2).encode())
+    write_json(out_dir / RUNTIME_FILE, blob, indent=2)
