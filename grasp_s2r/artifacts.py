@@ -222,12 +222,17 @@ class ArtifactFolder:
         return self
 
     def _remove_dead_temp_files(self) -> None:
-        """The temp files (``.tmp-NAME-XXXXXXXX``, :func:`atomic_write`'s) a killed writer left in the folder: with the
-        lock held no one else writes here, so none is being written. Temp folders stay: an episode dataset counts
-        and removes its own half-written episodes (``data.episodes.remove_partial``)."""
-        for x in self.path.iterdir():
-            if TEMP_NAME.match(x.name) and x.is_file():
-                x.unlink(missing_ok=True)
+        """The temp files (``.tmp-NAME-XXXXXXXX``, :func:`atomic_write`'s) a killed writer left in the folder and its
+        subfolders (a DAgger run's ``checkpoints/``, a round's episodes): with the lock held no one else writes
+        here, so none is being written. A subfolder that is an artifact folder of its own (its marker: a
+        pipeline's ``vision/``, ``dagger/``) is left to the command that opens it under its own lock, and temp
+        folders stay: an episode dataset counts and removes its own half-written episodes
+        (``data.episodes.remove_partial``)."""
+        for top, dirs, files in os.walk(self.path):
+            dirs[:] = [d for d in dirs if not TEMP_NAME.match(d) and not (Path(top) / d / ARTIFACT_MARKER).exists()]
+            for name in files:
+                if TEMP_NAME.match(name):
+                    (Path(top) / name).unlink(missing_ok=True)
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if self._locked:

@@ -109,3 +109,30 @@ def test_a_file_is_not_a_folder(tmp_path):
     path.write_text("x")
     with pytest.raises(ArtifactError, match="not a folder"), ArtifactFolder(path, "dataset"):
         pass
+
+
+def test_a_killed_write_deep_in_the_folder_is_swept_but_not_inside_another_artifact(tmp_path):
+    # GIVEN a run folder where killed writers left temp files: in a subfolder (a checkpoint of checkpoints/) and
+    # deeper; a nested artifact folder of its own (a pipeline's dagger/) with one; and a temp *folder* (an episode
+    # being staged) holding a file of that name pattern
+    out = tmp_path / "run"
+    with ArtifactFolder(out, "pipeline"):
+        pass
+    deep = [out / "checkpoints" / ".tmp-round-003.pt-ab12cd34", out / "rounds" / "r0" / ".tmp-meta.json-zz12cd_4"]
+    nested = tmp_path / "run" / "dagger"
+    with ArtifactFolder(nested, "dagger-run"):
+        pass
+    theirs = nested / "checkpoints" / ".tmp-policy.pt-ab12cd34"
+    staged = out / ".tmp-episode_000007-q1w2e3r4" / ".tmp-obs.npy-ab12cd34"
+    for p in [*deep, theirs, staged]:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"half")
+    kept = out / "checkpoints" / "round-002.pt"
+    kept.write_bytes(b"whole")
+    # WHEN the folder is opened again for writing
+    with ArtifactFolder(out, "pipeline"):
+        pass
+    # THEN its own dead temp files are gone at every depth, what another artifact folder and a temp folder hold
+    # stays (their own writers sweep them), and finished files are untouched
+    assert not any(p.exists() for p in deep)
+    assert theirs.exists() and staged.exists() and kept.read_bytes() == b"whole"
