@@ -14,7 +14,7 @@ from grasp_s2r.vision.images.augment import NO_AUGMENT
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.images.composite import CompositeConfig, composite_frame, mirror
 from grasp_s2r.vision.images.dataset import CompositeDataset, DataConfig, env_config_for
-from grasp_s2r.vision.images.reshade import ReshadeConfig, grey_albedo
+from grasp_s2r.vision.images.reshade import ReshadeConfig, grey_albedo, reshade
 from grasp_s2r.vision.images.simviews import SimViewSampler, ViewConfig
 
 
@@ -29,6 +29,12 @@ def frame() -> Frame:
     finally:
         s.close()
     raise AssertionError("no view with a sphere of >= 30 px in 30 near-offset draws")
+
+
+def _circle(mask: np.ndarray) -> tuple[float, float, float]:
+    """The circle (cx, cy, r) in px of a sphere's mask: its centroid and the radius of a disc of its area."""
+    ys, xs = np.nonzero(mask)
+    return float(xs.mean() + 0.5), float(ys.mean() + 0.5), float(np.sqrt(mask.sum() / np.pi))
 
 
 def _saturation(rgb01: np.ndarray) -> float:
@@ -103,7 +109,7 @@ def _plain_and_changed(photos: list[np.ndarray], **changes) -> Iterator[tuple[Co
 def test_new_options_at_zero_leave_every_composite_as_it_was(photos):
     with _plain_and_changed(photos, view=ViewConfig(empty_prob=0.0, near_offset_prob=1.0, grey_color_prob=0.0),
                             composite=CompositeConfig(mirror_prob=0.0),
-                            reshade=ReshadeConfig(grey_albedo_prob=0.0)) as (plain, zero):
+                            reshade=ReshadeConfig(grey_albedo_prob=0.0, texture_prob=0.0)) as (plain, zero):
         for i in range(8):
             (ra, ma), (rb, mb) = plain.sample(i), zero.sample(i)
             assert np.array_equal(ra, rb) and np.array_equal(ma, mb)
@@ -205,3 +211,34 @@ def test_border_spheres_are_drawn_only_when_asked():
     assert CompositeConfig().border_prob == 0.0
     with pytest.raises(ValueError, match="border_prob"):
         CompositeConfig(border_prob=1.5)
+
+
+def test_a_textured_sphere_carries_its_crop_s_pattern_under_the_same_light(frame):
+    # GIVEN a rendered sphere, a two-colour crop (left half red, right half blue) and one light for both
+    circle = _circle(frame.sphere_mask)
+    crop = np.zeros((16, 16, 3), np.uint8)
+    crop[:, :8], crop[:, 8:] = (200, 20, 20), (20, 20, 200)
+    cfg = ReshadeConfig(prob=1.0, new_albedo_prob=0.0, specular=(0.0, 0.0), texture_prob=1.0)
+    plain = reshade(frame.rgb, frame.sphere_mask, circle, np.random.default_rng(0), cfg)
+    patterned = reshade(frame.rgb, frame.sphere_mask, circle, np.random.default_rng(0), cfg, texture=crop)
+    # THEN only the sphere's pixels change, and its left half is red, its right half blue: the crop's pattern
+    m = frame.sphere_mask
+    assert np.array_equal(patterned[~m], frame.rgb[~m]) and np.array_equal(plain[~m], frame.rgb[~m])
+    left, right = m & (np.arange(m.shape[1])[None] < circle[0] - 1), m & (np.arange(m.shape[1])[None] > circle[0] + 1)
+    assert left.any() and right.any()
+    assert patterned[left][:, 0].mean() > patterned[left][:, 2].mean() + 20
+    assert patterned[right][:, 2].mean() > patterned[right][:, 0].mean() + 20
+
+
+def test_textured_spheres_in_composites_keep_the_label_and_the_photo(photos):
+    with _plain_and_changed(photos, reshade=ReshadeConfig(prob=1.0, texture_prob=0.0)) as (plain, _), \
+            _plain_and_changed(photos, reshade=ReshadeConfig(prob=1.0, texture_prob=1.0)) as (_, textured):
+        changed = 0
+        for i in range(8):
+            (rp, mp), (rt, mt) = plain.sample(i)[:2], textured.sample(i)[:2]
+            frame = textured.frame(i // textured.data.renders_per_view)
+            assert np.array_equal(mp, mt)
+            photo = ~(frame.sphere_mask | frame.gripper_mask)
+            assert np.array_equal(rp[photo], rt[photo])
+            changed += int(mt.sum() >= 9 and np.abs(rp[mt].astype(int) - rt[mt]).max() > 10)
+        assert changed >= 2, "no sphere got a pattern"

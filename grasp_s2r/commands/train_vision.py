@@ -94,6 +94,8 @@ OPTIONS = (
            convert=lambda text: parse_mix(text, TRAINING_DATA.mix), metavar="KIND=W,...",
            show=lambda m: comma_text(f"{k}={v:g}" for k, v in dataclasses.asdict(m).items())),
     Option("--reshade-prob", "share of spheres re-lit from their geometry", "data.reshade.prob", type=float),
+    Option("--reshade-texture-prob", "share of re-lit spheres patterned with a crop of a training photo (the outline "
+           "and shading the cues, not a colour)", "data.reshade.texture_prob", type=float),
     Option("--distractor-prob", "share of pasted-on backgrounds with hard-negative distractors (cost painted recall "
            "per frame; 0.3 in the shipped segmenter's last fine-tune)", "data.distractor_prob", type=float),
     Option("--distractor-kinds", "the distractors' shapes, comma-separated, drawn uniformly", "data.distractor_kinds",

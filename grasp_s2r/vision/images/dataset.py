@@ -275,7 +275,14 @@ class CompositeDataset(Dataset):
         # the ingredients draw from their own streams, so the photos-only recipe (evaluation) is unchanged
         extra = np.random.default_rng([self.seed, STREAMS[self.stream], 4, index])
         if d.reshade.prob > 0 and extra.random() < d.reshade.prob:
-            frame = Frame(rgb=reshade(frame.rgb, frame.sphere_mask, circle, extra, d.reshade),
+            texture = None
+            if d.reshade.texture_prob > 0:  # its own stream: the rest of the composite stays the recipe's
+                texture_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 8, index])
+                if texture_rng.random() < d.reshade.texture_prob:
+                    side = int(texture_rng.integers(4, 33))  # a patch of 4-32 px of the photo onto the disc
+                    texture = random_crop(draw_photo(self.backgrounds, texture_rng, self.photo_weights),
+                                          (side, side), texture_rng)
+            frame = Frame(rgb=reshade(frame.rgb, frame.sphere_mask, circle, extra, d.reshade, texture),
                           sphere_mask=frame.sphere_mask, gripper_mask=frame.gripper_mask)
         kinds = d.mix.per_item
         kind = "photo"
