@@ -66,6 +66,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "parallax_filter": unseen.parallax_filter_table,
     "val_suites": prose.val_suites_table,
     "sphere_shadow": scene.sphere_shadow_table,
+    "sphere_contrast": scene.sphere_contrast_table,
     "adapt_recipe": adapt.adapt_recipe_table,
     "conditions": code.conditions_table,
 }

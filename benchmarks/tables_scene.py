@@ -1,5 +1,6 @@
-"""Renderers of ``tables.py`` for the scene's own fidelity: what a segmenter and the shipped controller make of the
-scene drawn more as a camera sees it (``sphere_shadow.py``)."""
+"""Renderers of ``tables.py`` for the scene's and the sphere's look: what a segmenter and the shipped controller make
+of the scene drawn more as a camera sees it (``sphere_shadow.py``), and which spheres a segmenter finds by how much
+they stand out of their surround (``sphere_contrast.py``)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,29 @@ def sphere_shadow_table(d: Path) -> str:
             "it (its shadow), the share of the views of both sets. End to end: "
             f"{', '.join(map(str, sorted(episodes)))} validation episodes (success in %, 95 % CI), the shipped "
             "controller and mask filter over each segmenter's masks." + provenances(loaded))
+
+
+def _found(cell: dict | None) -> str:
+    return "-" if cell is None or cell["found"] is None else f"{cell['found']:.2f} ({cell['spheres']})"
+
+
+def sphere_contrast_table(d: Path) -> str:
+    """``sphere_contrast`` (and its numbered runs): per suite and segmenter, the spheres found by width and by their
+    signal-to-clutter ratio against the surround."""
+    loaded = loaded_runs(d, "sphere_contrast")
+    if not loaded:
+        return not_measured("sphere_contrast")
+    rows = []
+    for _, res in loaded:
+        for suite, s in res["figures"]["suites"].items():
+            for ckpt, c in s["checkpoints"].items():
+                cells = c["by_width_and_scr"]
+                rows.append((f"`{suite}`", f"`{Path(ckpt).name}`", s["spheres"], f"{s['scr_below_1']:.2f}",
+                             f"{_found(cells.get('< 6 px, ratio below 2'))} / {_found(cells.get('< 6 px, ratio from 2'))}",
+                             f"{_found(cells.get('>= 6 px, ratio below 2'))} / "
+                             f"{_found(cells.get('>= 6 px, ratio from 2'))}"))
+    columns = ("suite (val)", "segmenter", "spheres", "ratio below 1", "found, < 6 px: ratio < 2 / >= 2",
+               "found, >= 6 px: ratio < 2 / >= 2")
+    return (md_table(columns, rows) + "\n\nFound: the share of the spheres with at least one pixel predicted, in "
+            "brackets the spheres of each cell; the ratio: the sphere's mean Lab colour's distance from that of the "
+            "pixels 2-5 px around it, over their own spread." + provenances(loaded))
