@@ -67,6 +67,7 @@ TABLES: dict[str, Callable[[Path], str]] = {
     "val_suites": prose.val_suites_table,
     "sphere_shadow": scene.sphere_shadow_table,
     "sphere_contrast": scene.sphere_contrast_table,
+    "painted_factors": scene.painted_factors_table,
     "adapt_recipe": adapt.adapt_recipe_table,
     "conditions": code.conditions_table,
 }

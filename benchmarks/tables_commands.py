@@ -61,6 +61,7 @@ COMMANDS = {
     "border_spheres": "python benchmarks/border_spheres.py shipped --photos VAL-PHOTOS --save",
     "sphere_shadow": "python benchmarks/sphere_shadow.py --photos VAL-PHOTOS --save",
     "sphere_contrast": "python benchmarks/sphere_contrast.py --save",
+    "painted_factors": "python benchmarks/painted_factors.py --save",
     "adapt_recipe": "python benchmarks/adapt_recipe.py SET/tune SET/test --out RUN --json benchmarks/results/adapt_recipe-ARM.json",
     "parallax_filter": "python benchmarks/parallax_filter.py --photos VAL-PHOTOS --votes 0,3,2 --save",
     "compare_gripper_input-gt": "python benchmarks/compare_gripper_input.py --masks gt --save",

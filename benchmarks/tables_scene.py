@@ -58,12 +58,29 @@ def sphere_contrast_table(d: Path) -> str:
         for suite, s in res["figures"]["suites"].items():
             for ckpt, c in s["checkpoints"].items():
                 cells = c["by_width_and_scr"]
-                rows.append((f"`{suite}`", f"`{Path(ckpt).name}`", s["spheres"], f"{s['scr_below_1']:.2f}",
-                             f"{_found(cells.get('< 6 px, ratio below 2'))} / {_found(cells.get('< 6 px, ratio from 2'))}",
-                             f"{_found(cells.get('>= 6 px, ratio below 2'))} / "
-                             f"{_found(cells.get('>= 6 px, ratio from 2'))}"))
+                small, large = (" / ".join(_found(cells.get(f"{size}, ratio {side} 2")) for side in ("below", "from"))
+                                for size in ("< 6 px", ">= 6 px"))
+                rows.append((f"`{suite}`", f"`{Path(ckpt).name}`", s["spheres"], f"{s['scr_below_1']:.2f}", small,
+                             large))
     columns = ("suite (val)", "segmenter", "spheres", "ratio below 1", "found, < 6 px: ratio < 2 / >= 2",
                "found, >= 6 px: ratio < 2 / >= 2")
     return (md_table(columns, rows) + "\n\nFound: the share of the spheres with at least one pixel predicted, in "
             "brackets the spheres of each cell; the ratio: the sphere's mean Lab colour's distance from that of the "
             "pixels 2-5 px around it, over their own spread." + provenances(loaded))
+
+
+def painted_factors_table(d: Path) -> str:
+    """``painted_factors`` (and its numbered runs): per arm (an ingredient of the painted renderer taken out), the
+    spheres each segmenter finds and its false detections."""
+    loaded = loaded_runs(d, "painted_factors")
+    if not loaded:
+        return not_measured("painted_factors")
+    rows = []
+    for _, res in loaded:
+        for arm, a in res["figures"]["arms"].items():
+            rows.append((arm, a["spheres"], *(f"{a['found'][c]:.3f} / {a['false_detection'][c]:.3f}"
+                                              for c in a["found"])))
+    names = list(loaded[-1][1]["figures"]["arms"]["as the suite draws it"]["found"])
+    columns = ("`painted` val images", "spheres", *(f"`{Path(c).name}`: found / false det." for c in names))
+    return (md_table(columns, rows) + f"\n\n{loaded[-1][1]['figures']['n_images']} images an arm, the same seeds "
+            "in every arm; false detections on its sphere-free images." + provenances(loaded))
