@@ -1,13 +1,16 @@
 """How much each sphere stands out of what surrounds it, and which the segmenter finds, on the val split.
 
-    python benchmarks/sphere_contrast.py [CKPT ...] [--n-images 2000] [--suites painted,composites] [--save]
+    python benchmarks/sphere_contrast.py [CKPT ...] [--n-images 2000] [--suites painted,composites] \
+        [--picture docs/images/painted_clear_misses.png] [--save]
 
 Per image with a sphere, in CIE Lab (OpenCV's 8-bit scaling undone: L 0-100, a and b centred on 0): the colour
 difference between the sphere's mean and its surround's mean (the pixels 2-5 px outside the true mask), Delta E, and
 that difference over the surround's own spread (the root-mean-square distance of its pixels from their mean): the
 signal-to-clutter ratio of small-target detection. Below 1 the sphere differs from its surround less than the
 surround differs within itself. For each checkpoint (default: the shipped one): the share of spheres found (at least
-one sphere pixel predicted) in bins of either. The split is ``val`` (training photos): held-out photos only report.
+one sphere pixel predicted) in bins of either. ``--picture``: the first suite's clear misses by the first
+checkpoint (spheres of 6 px or more, ratio 2 or more, not found), each beside its overlay (missed pixels blue,
+false ones red). The split is ``val`` (training photos): held-out photos only report.
 Writes ``runs/benchmarks/sphere_contrast.json`` (``--save``: ``benchmarks/results/``).
 """
 
@@ -22,6 +25,7 @@ import cv2
 import numpy as np
 from results_io import add_json_argument, require_checkpoints, write_results
 
+from grasp_s2r.drawing import save_overlay_grid
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 from grasp_s2r.vision.testsets.suites import suite_images
 
@@ -70,6 +74,7 @@ def main() -> int:
     p.add_argument("checkpoints", nargs="*", type=Path, help="segmenters (default: the shipped one)")
     p.add_argument("--n-images", type=int, default=2000, help="val images a suite (default 2000)")
     p.add_argument("--suites", default="painted,composites", help="comma-separated suites (default painted,composites)")
+    p.add_argument("--picture", type=Path, help="write the first suite's clear misses (>= 6 px, ratio >= 2) here")
     add_json_argument(p, "sphere_contrast")
     args = p.parse_args()
     checkpoints = args.checkpoints or [Path(default_checkpoint_path())]
@@ -97,6 +102,10 @@ def main() -> int:
                 for sel in [small_sel & ((scr < 2) == low)]}
             row["checkpoints"][name] = {"found": float(found.mean()), "by_scr": by_scr, "by_delta_e": by_delta,
                                         "by_width_and_scr": by_width}
+            if args.picture and not figures["suites"] and name == next(iter(segmenters)):
+                clear = np.flatnonzero(~found & ~small & (scr >= 2))
+                save_overlay_grid(imgs[clear], pred[clear], masks[clear], args.picture, max_images=24, columns=4)
+                print(f"picture: {args.picture} ({min(len(clear), 24)} of {len(clear)} clear misses)")
             print(f"  {name}: found {found.mean():.3f}; " + "; ".join(
                 f"{k} {v['found']:.2f} (n={v['spheres']})" for k, v in by_width.items() if v["found"] is not None))
             for title, rows in (("signal-to-clutter", by_scr), ("Delta E", by_delta)):
