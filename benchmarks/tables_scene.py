@@ -43,6 +43,12 @@ def sphere_shadow_table(d: Path) -> str:
             "controller and mask filter over each segmenter's masks." + provenances(loaded))
 
 
+def _label(checkpoint: str) -> str:
+    """A segmenter's name in a column: its run folder for a run's ``model.pt``, else its file name."""
+    path = Path(checkpoint)
+    return path.parent.name if path.name == "model.pt" else path.name
+
+
 def _found(cell: dict | None) -> str:
     return "-" if cell is None or cell["found"] is None else f"{cell['found']:.2f} ({cell['spheres']})"
 
@@ -60,7 +66,7 @@ def sphere_contrast_table(d: Path) -> str:
                 cells = c["by_width_and_scr"]
                 small, large = (" / ".join(_found(cells.get(f"{size}, ratio {side} 2")) for side in ("below", "from"))
                                 for size in ("< 6 px", ">= 6 px"))
-                rows.append((f"`{suite}`", f"`{Path(ckpt).name}`", s["spheres"], f"{s['scr_below_1']:.2f}", small,
+                rows.append((f"`{suite}`", f"`{_label(ckpt)}`", s["spheres"], f"{s['scr_below_1']:.2f}", small,
                              large))
     columns = ("suite (val)", "segmenter", "spheres", "ratio below 1", "found, < 6 px: ratio < 2 / >= 2",
                "found, >= 6 px: ratio < 2 / >= 2")
@@ -81,6 +87,6 @@ def painted_factors_table(d: Path) -> str:
             rows.append((arm, a["spheres"], *(f"{a['found'][c]:.3f} / {a['false_detection'][c]:.3f}"
                                               for c in a["found"])))
     names = list(loaded[-1][1]["figures"]["arms"]["as the suite draws it"]["found"])
-    columns = ("`painted` val images", "spheres", *(f"`{Path(c).name}`: found / false det." for c in names))
+    columns = ("`painted` val images", "spheres", *(f"`{_label(c)}`: found / false det." for c in names))
     return (md_table(columns, rows) + f"\n\n{loaded[-1][1]['figures']['n_images']} images an arm, the same seeds "
             "in every arm; false detections on its sphere-free images." + provenances(loaded))
