@@ -5,10 +5,11 @@
 The ``painted`` suite (``vision/testsets/painted.py``) draws each sphere with Blinn-Phong shading, a soft contact
 shadow, an anti-aliased edge, then blurs, noises and compresses the whole image. Each arm draws the val images of
 the same seeds (the same photos, crops and sphere sizes; the same places but in the border arm) with one ingredient
-taken out, and counts the spheres each checkpoint finds (at least one sphere pixel predicted). An ingredient whose
-removal finds many more spheres is one the segmenter never learnt; one that changes nothing is not what it misses.
-The suite itself is not changed: the figures say what the training renderers lack, for choosing what to widen there,
-on the val split only.
+taken out (or the photos replaced by flat colours), and counts the spheres each checkpoint finds (at least one
+sphere pixel predicted). An ingredient whose removal finds many more spheres is one the segmenter does not cope
+with; one that changes nothing is not what it misses; the flat colours tell the sphere's look from its surround's
+part. The suite itself is not changed: the figures say what the training renderers lack, for choosing what to widen
+there, on the val split only.
 Writes ``runs/benchmarks/painted_factors.json`` (``--save``: ``benchmarks/results/``).
 """
 
@@ -38,8 +39,20 @@ ARMS: dict[str, dict] = {
     "aliased edge": {"supersample": 1},
     "coloured albedos only": {"dull_albedo_prob": 0.0},
     "no sphere at the border": {"border_cut_prob": 0.0},
+    "dull albedos only": {"dull_albedo_prob": 1.0},
+    "flat colours for the photos": {"photos": "flat"},
+    "dull albedos only, on flat colours": {"dull_albedo_prob": 1.0, "photos": "flat"},
 }
-"""Arm -> the :class:`PaintedConfig` fields it changes."""
+"""Arm -> the :class:`PaintedConfig` fields it changes (``photos``: ``"flat"`` paints onto :data:`N_FLAT` photos of one
+random colour each instead of the training photos)."""
+N_FLAT = 40
+
+
+def flat_photos(n: int = N_FLAT, seed: int = 0) -> list[np.ndarray]:
+    """``n`` photos of one uniform colour each (uint8 (256, 256, 3), the colours uniform in RGB): a surround with
+    nothing in it that looks like a sphere."""
+    rng = np.random.default_rng(seed)
+    return [np.full((256, 256, 3), rng.integers(0, 256, 3), np.uint8) for _ in range(n)]
 
 
 def main() -> int:
@@ -51,11 +64,12 @@ def main() -> int:
     checkpoints = args.checkpoints or [Path(default_checkpoint_path())]
     require_checkpoints("painted_factors", checkpoints)
     segmenters = {str(path): Segmenter.load(path) for path in checkpoints}
-    photos = load_backgrounds("train")
+    photos = {"train": load_backgrounds("train"), "flat": flat_photos()}
     arms = {}
     for arm, changes in ARMS.items():
-        imgs, masks = make_painted(photos, args.n_images, seed=VAL_SEED, cfg=dataclasses.replace(PaintedConfig(),
-                                                                                               **changes))
+        fields = {k: v for k, v in changes.items() if k != "photos"}
+        imgs, masks = make_painted(photos[changes.get("photos", "train")], args.n_images, seed=VAL_SEED,
+                                   cfg=dataclasses.replace(PaintedConfig(), **fields))
         has = masks.reshape(len(masks), -1).any(1)
         row = {"changes": changes, "spheres": int(has.sum()), "found": {}, "false_detection": {}}
         for name, seg in segmenters.items():
