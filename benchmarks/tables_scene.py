@@ -44,8 +44,11 @@ def sphere_shadow_table(d: Path) -> str:
 
 
 def _label(checkpoint: str) -> str:
-    """A segmenter's name in a column: its run folder for a run's ``model.pt``, else its file name."""
+    """A segmenter's name in a column: "shipped" for the package's weights, its run folder for a run's ``model.pt``,
+    else its file name."""
     path = Path(checkpoint)
+    if path.parent.name == "weights" and path.parent.parent.name == "grasp_s2r":
+        return "shipped"
     return path.parent.name if path.name == "model.pt" else path.name
 
 
