@@ -1,6 +1,6 @@
 """Which of the painted renderer's ingredients the segmenter's misses follow, on the val split (training photos).
 
-    python benchmarks/painted_factors.py [CKPT ...] [--n-images 1500] [--save]
+    python benchmarks/painted_factors.py [CKPT ...] [--n-images 1500] [--photos VAL-PHOTOS] [--save]
 
 The ``painted`` suite (``vision/testsets/painted.py``) draws each sphere with Blinn-Phong shading, a soft contact
 shadow, an anti-aliased edge, then blurs, noises and compresses the whole image. Each arm draws the val images of
@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from results_io import add_json_argument, require_checkpoints, write_results
 
+from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
 from grasp_s2r.vision.networks.segmenter import Segmenter, default_checkpoint_path
 from grasp_s2r.vision.testsets.painted import PaintedConfig, make_painted
@@ -44,7 +45,7 @@ ARMS: dict[str, dict] = {
     "dull albedos only, on flat colours": {"dull_albedo_prob": 1.0, "photos": "flat"},
 }
 """Arm -> the :class:`PaintedConfig` fields it changes (``photos``: ``"flat"`` paints onto :data:`N_FLAT` photos of one
-random colour each instead of the training photos)."""
+random colour each instead of the training photos; ``--photos DIR`` adds two arms on every photo of ``DIR``)."""
 N_FLAT = 40
 
 
@@ -59,14 +60,21 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("checkpoints", nargs="*", type=Path, help="segmenters (default: the shipped one)")
     p.add_argument("--n-images", type=int, default=1500, help="val images an arm (default 1500)")
+    p.add_argument("--photos", type=Path, help="also draw the suite, and its dull spheres, onto this folder of "
+                   "validation photos no segmenter trained on (never the held-out or reserved ones)")
     add_json_argument(p, "painted_factors")
     args = p.parse_args()
     checkpoints = args.checkpoints or [Path(default_checkpoint_path())]
     require_checkpoints("painted_factors", checkpoints)
     segmenters = {str(path): Segmenter.load(path) for path in checkpoints}
     photos = {"train": load_backgrounds("train"), "flat": flat_photos()}
+    arms_asked = dict(ARMS)
+    if args.photos:
+        photos["folder"] = load_photos(str(args.photos))
+        arms_asked |= {f"on {args.photos.name}": {"photos": "folder"},
+                       f"dull albedos only, on {args.photos.name}": {"dull_albedo_prob": 1.0, "photos": "folder"}}
     arms = {}
-    for arm, changes in ARMS.items():
+    for arm, changes in arms_asked.items():
         fields = {k: v for k, v in changes.items() if k != "photos"}
         imgs, masks = make_painted(photos[changes.get("photos", "train")], args.n_images, seed=VAL_SEED,
                                    cfg=dataclasses.replace(PaintedConfig(), **fields))
