@@ -34,6 +34,7 @@ import numpy as np
 from results_io import REPO, add_json_argument, write_results
 
 from grasp_s2r.data.episodes import EpisodeDataset
+from grasp_s2r.files import write_json
 
 READERS: dict[str, list[list[str]]] = {
     "robomimic": [["torch==2.14.1", "torchvision==0.29.1"], ["robomimic==0.3.0", "six"]],
@@ -76,7 +77,7 @@ def reader_env(name: str, cache: Path) -> tuple[Path | None, dict]:
             return None, info | {"cached": False, "error": f"{' '.join(cmd[-3:])}: timed out"}
         if res.returncode != 0:
             return None, info | {"cached": False, "error": f"{' '.join(cmd[2:])}: {_last_line(res)}"}
-    stamp.write_text(json.dumps(info))
+    write_json(stamp, info)
     return python, info | {"cached": False, "seconds": round(time.monotonic() - t0, 1)}
 
 

@@ -28,7 +28,7 @@ from grasp_s2r.cli import build_parser
 from grasp_s2r.commands import dagger as cli_dagger
 from grasp_s2r.control.dagger import DaggerConfig, run_dagger
 from grasp_s2r.control.policy import Policy
-from grasp_s2r.files import atomic_write, file_sha256
+from grasp_s2r.files import file_sha256, write_json
 from grasp_s2r.runtime.masks import make_mask_source
 from grasp_s2r.runtime.pool import RolloutPool
 from grasp_s2r.sim.config import control_env_config
@@ -83,7 +83,7 @@ def _validation(policy_path: Path, masks, args: argparse.Namespace) -> dict[str,
     policy = Policy.load(policy_path, "cpu")[0]
     with RolloutPool(control_env_config(), args.workers) as pool:
         val = validate(pool, policy, masks, TRAIN_PHOTO_CONDITIONS, args.episodes, label=policy_path.parent.name)
-    atomic_write(cache, json.dumps({"policy_sha256": digest, "validation": val}, indent=1).encode())
+    write_json(cache, {"policy_sha256": digest, "validation": val}, indent=1)
     return val
 
 

@@ -84,7 +84,8 @@ def main() -> int:
             pred = np.concatenate([seg.predict(imgs[i:i + 100]) for i in range(0, len(imgs), 100)])
             hit = (pred & masks).reshape(len(masks), -1).any(1)
             row["found"][name] = float(hit[has].mean())
-            row["false_detection"][name] = float(pred[~has].reshape((~has).sum(), -1).any(1).mean())
+            empty = pred[~has].reshape((~has).sum(), -1).any(1)
+            row["false_detection"][name] = float(empty.mean()) if len(empty) else None  # no sphere-free image
         arms[arm] = row
         print(f"{arm:24s} " + "  ".join(f"found {row['found'][n]:.3f}, false det. {row['false_detection'][n]:.3f}"
                                         for n in segmenters) + f"  ({row['spheres']} spheres)")

@@ -85,6 +85,12 @@ def md_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
+def fixed(value: float | None, digits: int = 2) -> str:
+    """``value`` with ``digits`` decimals, or "-" for a figure of nothing measured (null in a results file: a
+    share of no views, a rate of no images)."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def pct(rate: float) -> str:
     return f"{100 * rate:.1f}"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tables_base import loaded_runs, md_table, not_measured, provenances, rate_ci
+from tables_base import fixed, loaded_runs, md_table, not_measured, provenances, rate_ci
 
 
 def sphere_shadow_table(d: Path) -> str:
@@ -25,8 +25,8 @@ def sphere_shadow_table(d: Path) -> str:
                 if not isinstance(c, dict):  # the row's checkpoint and sha256; the rest are its scenes
                     continue
                 far, every = c["far"], c["all"]
-                rows.append((f"`{label}`", scene, f"{far['found_small']:.3f}",
-                             f"{every['found_small']:.3f} / {every['found_large']:.3f}",
+                rows.append((f"`{label}`", scene, fixed(far["found_small"], 3),
+                             f"{fixed(every['found_small'], 3)} / {fixed(every['found_large'], 3)}",
                              (f"{(far['false_near'] + every['false_near']) / 2:.3f} / "
                               f"{(far['false_elsewhere'] + every['false_elsewhere']) / 2:.3f}"),
                              rate_ci(c["episodes"])))
@@ -53,7 +53,7 @@ def _label(checkpoint: str) -> str:
 
 
 def _found(cell: dict | None) -> str:
-    return "-" if cell is None or cell["found"] is None else f"{cell['found']:.2f} ({cell['spheres']})"
+    return "-" if cell is None else f"{fixed(cell['found'])} ({cell['spheres']})"
 
 
 def sphere_contrast_table(d: Path) -> str:
@@ -87,7 +87,7 @@ def painted_factors_table(d: Path) -> str:
     rows = []
     for _, res in loaded:
         for arm, a in res["figures"]["arms"].items():
-            rows.append((arm, a["spheres"], *(f"{a['found'][c]:.3f} / {a['false_detection'][c]:.3f}"
+            rows.append((arm, a["spheres"], *(f"{fixed(a['found'][c], 3)} / {fixed(a['false_detection'][c], 3)}"
                                               for c in a["found"])))
     names = list(loaded[-1][1]["figures"]["arms"]["as the suite draws it"]["found"])
     columns = ("`painted` val images", "spheres", *(f"`{_label(c)}`: found / false det." for c in names))

@@ -10,6 +10,7 @@ from results_io import changed_weights, system_weights
 from tables_base import (
     camera_label,
     cpu_name,
+    fixed,
     load,
     loaded_runs,
     md_table,
@@ -82,8 +83,8 @@ def own_scene_table(d: Path, names: tuple[str, ...] | None = None) -> str:
                              f"{100 * diff:+.1f} ({100 * lo:+.1f} to {100 * hi:+.1f})",
                              f"{minutes:.1f}"))
             frames += [f"`{name}`, {system}{f' (`{how}`)' if system.startswith('adapted') else ''}: found "
-                       f"{m['found_below_6px']:.2f} (< 6 px) / {m['found_6px_and_over']:.2f} (>= 6 px), false "
-                       f"detections {m['false_detection_rate']:.2f} ({m['views']} views)"
+                       f"{fixed(m['found_below_6px'])} (< 6 px) / {fixed(m['found_6px_and_over'])} (>= 6 px), false "
+                       f"detections {fixed(m['false_detection_rate'])} ({m['views']} views)"
                        for system, m in r.get("frames", {}).items()]
     f = loaded[0][1]["figures"]
     reads = system_weights()
@@ -325,7 +326,7 @@ def seen_tables_table(d: Path) -> str:
         for arm, r in f["rows"].items():
             val = r.get("validation", {})
             fr = r.get("frames")
-            frames = (f"{fr['found_below_6px']:.2f} / {fr['found_6px_and_over']:.2f} / {fr['false_detection_rate']:.2f}"
+            frames = (" / ".join(fixed(fr[k]) for k in ("found_below_6px", "found_6px_and_over", "false_detection_rate"))
                       if fr else "-")
             rows.append((f"`{arm}`", *(rate_ci(val[c]) if c in val else "-" for c in (UNSEEN, "backgrounds-unseen")),
                          frames))

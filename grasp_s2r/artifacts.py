@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Self
 
 from grasp_s2r import __version__
-from grasp_s2r.files import TEMP_NAME, atomic_write
+from grasp_s2r.files import TEMP_NAME, write_json
 
 ARTIFACT_MARKER = ".grasp_s2r-artifact.json"
 """Written into every folder a command owns: its kind, format and version."""
@@ -209,13 +209,12 @@ class ArtifactFolder:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             self._lock()
-            self._remove_dead_temp_files()
             marker = self.path / ARTIFACT_MARKER
             if not marker.is_file():
                 self._wrote_marker = True
-                atomic_write(marker, json.dumps({"format": ARTIFACT_FORMAT, "format_version": ARTIFACT_FORMAT_VERSION,
-                                                 "kind": self.kind, "package_version": __version__},
-                                                indent=2).encode())
+                write_json(marker, {"format": ARTIFACT_FORMAT, "format_version": ARTIFACT_FORMAT_VERSION,
+                                    "kind": self.kind, "package_version": __version__}, indent=2)
+            self._remove_dead_temp_files()  # after the marker: a parent's sweep skips this folder from now on
         except BaseException as e:  # an unwritable place, another writer: release and remove what was made
             self.__exit__(type(e), e, e.__traceback__)
             raise
@@ -225,11 +224,15 @@ class ArtifactFolder:
         """The temp files (``.tmp-NAME-XXXXXXXX``, :func:`atomic_write`'s) a killed writer left in the folder and its
         subfolders (a DAgger run's ``checkpoints/``, a round's episodes): with the lock held no one else writes
         here, so none is being written. A subfolder that is an artifact folder of its own (its marker: a
-        pipeline's ``vision/``, ``dagger/``) is left to the command that opens it under its own lock, and temp
+        pipeline's ``vision/``, ``dagger/``; or its lock: one being claimed) is left to the command that opens it
+        under its own lock, and temp
         folders stay: an episode dataset counts and removes its own half-written episodes
         (``data.episodes.remove_partial``)."""
+        def theirs(folder: Path) -> bool:  # an artifact folder of its own, or one a live command is claiming
+            return (folder / ARTIFACT_MARKER).exists() or (folder / ARTIFACT_LOCK).exists()
+
         for top, dirs, files in os.walk(self.path):
-            dirs[:] = [d for d in dirs if not TEMP_NAME.match(d) and not (Path(top) / d / ARTIFACT_MARKER).exists()]
+            dirs[:] = [d for d in dirs if not TEMP_NAME.match(d) and not theirs(Path(top) / d)]
             for name in files:
                 if TEMP_NAME.match(name):
                     (Path(top) / name).unlink(missing_ok=True)
