@@ -90,16 +90,16 @@ CONDITIONS: dict[str, Condition] = {
                   description="the sphere slides at 1 cm/s in a random direction while the TCP is 2 cm or more "
                               "above it (never seen in training)"),
         Condition(name="perturbation", backgrounds="train", perturb_distance_m=(0.03, 0.05),
-                  description="the sphere is displaced 3-5 cm once, when the TCP first descends to 3 cm above it "
-                              "(clear of the fingers)"),
+                  description="the sphere is displaced 3-5 cm once (within the workspace, clear of the fingers where "
+                              "a place allows), when the TCP first descends to 3 cm above it"),
         Condition(name="sim-render", backgrounds="",
                   description="raw domain-randomized sim renders: the sim table, no photo"),
         Condition(name="table-photo", table_photos="heldout",
                   description="a photo the segmenter never trained on is the sim table's texture: rendered, not "
                               "composited, so perspective and occlusion move with it"),
         Condition(name="start-out-of-view", backgrounds="train", start_out_of_view_deg=2.0,
-                  description="the sphere starts on the table within reach, 2 deg or more outside the wrist "
-                              "camera's view: search needed"),
+                  description="the sphere starts on the table within reach, outside the wrist camera's view (2 deg "
+                              "or more beyond its edge where a reachable spot allows): search needed"),
         Condition(name="camera-miscalibration", backgrounds="train", camera_jitter_m=_FULL_JITTER.camera_jitter_m,
                   camera_jitter_deg=_FULL_JITTER.camera_jitter_deg,
                   description="the camera mount jittered per episode by the scene's full 4 mm / 2 deg (the "
