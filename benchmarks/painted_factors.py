@@ -66,6 +66,8 @@ def main() -> int:
     args = p.parse_args()
     checkpoints = args.checkpoints or [Path(default_checkpoint_path())]
     require_checkpoints("painted_factors", checkpoints)
+    if args.photos and not args.photos.is_dir():
+        sys.exit(f"painted_factors: --photos {args.photos} is not a folder")
     segmenters = {str(path): Segmenter.load(path) for path in checkpoints}
     photos = {"train": load_backgrounds("train"), "flat": flat_photos()}
     arms_asked = dict(ARMS)

@@ -80,16 +80,22 @@ def sphere_contrast_table(d: Path) -> str:
 
 def painted_factors_table(d: Path) -> str:
     """``painted_factors`` (and its numbered runs): per arm (an ingredient of the painted renderer taken out), the
-    spheres each segmenter finds and its false detections."""
+    spheres each segmenter finds and its false detections; a column a segmenter of any run (by :func:`_label`), the
+    latest run's figures where two measured it, "-" where none did."""
     loaded = loaded_runs(d, "painted_factors")
     if not loaded:
         return not_measured("painted_factors")
-    rows = []
+    cells: dict[str, dict[str, str]] = {}
+    spheres: dict[str, int] = {}
+    names: list[str] = []
     for _, res in loaded:
         for arm, a in res["figures"]["arms"].items():
-            rows.append((arm, a["spheres"], *(f"{fixed(a['found'][c], 3)} / {fixed(a['false_detection'][c], 3)}"
-                                              for c in a["found"])))
-    names = list(loaded[-1][1]["figures"]["arms"]["as the suite draws it"]["found"])
-    columns = ("`painted` val images", "spheres", *(f"`{_label(c)}`: found / false det." for c in names))
+            spheres[arm] = a["spheres"]
+            for c in a["found"]:
+                if _label(c) not in names:
+                    names.append(_label(c))
+                cells.setdefault(arm, {})[_label(c)] = f"{fixed(a['found'][c], 3)} / {fixed(a['false_detection'][c], 3)}"
+    rows = [(arm, spheres[arm], *(cells[arm].get(n, "-") for n in names)) for arm in cells]
+    columns = ("`painted` val images", "spheres", *(f"`{n}`: found / false det." for n in names))
     return (md_table(columns, rows) + f"\n\n{loaded[-1][1]['figures']['n_images']} images an arm, the same seeds "
             "in every arm; false detections on its sphere-free images." + provenances(loaded))

@@ -123,7 +123,7 @@ def segmenter_recipe_runs(d: Path) -> list[str]:
 def segmenter_recipe_table(d: Path) -> str:
     """Each candidate segmenter (with the shipped controller or its own) on validation episodes
     (``segmenter_recipe``): a column a condition any run measured, in the order first run (an unseen-photo condition
-    once per photo folder: ``backgrounds-unseen on DIR``); a row a candidate, the shipped one once with the cells
+    once per photo folder, by its name: ``backgrounds-unseen on DIR``); a row a candidate, the shipped one once with the cells
     of every run (validation seeds from the first: a cell measured twice shows its longest run, the later of two as
     long, as the shipped system's weights and mask filter change between runs); a cell its row was not run on: "-";
     the mean over the row's cells."""
@@ -132,7 +132,7 @@ def segmenter_recipe_table(d: Path) -> str:
         return not_measured("segmenter_recipe")
 
     def column(res: dict, condition: str) -> str:
-        photos = res["figures"].get("unseen_photos", "")
+        photos = Path(res["figures"].get("unseen_photos", "")).name  # the set's folder, wherever a run had it
         return f"{condition} on {photos}" if condition.endswith("-unseen") and photos else condition
 
     conditions: list[str] = []
