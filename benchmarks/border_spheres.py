@@ -30,7 +30,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import torch
-from results_io import add_json_argument, require_checkpoints, write_results
+from results_io import add_json_argument, require_checkpoints, require_folder, write_results
 from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation_condition
 
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
@@ -143,8 +143,7 @@ def main() -> int:
                    help="write a PNG of views whose small sphere the border cuts: each segmenter's mask over them")
     add_json_argument(p, "border_spheres")
     args = p.parse_args()
-    if not args.photos.is_dir():
-        sys.exit(f"border_spheres: --photos {args.photos} is not a folder")
+    require_folder("border_spheres", "--photos", args.photos)
     require_checkpoints("border_spheres", [s for s in args.segmenters if s != "shipped"])
     if args.views < 1 or args.episodes < 0:
         sys.exit("border_spheres: --views must be >= 1 and --episodes >= 0")

@@ -31,7 +31,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import torch
-from results_io import add_json_argument, display_path, write_results
+from results_io import add_json_argument, display_path, require_folder, write_results
 from sphere_context import hits
 from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation_condition
 
@@ -139,8 +139,7 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
     add_json_argument(p, "error_budget")
     args = p.parse_args()
-    if not args.photos.is_dir():
-        sys.exit(f"error_budget: --photos {args.photos} is not a folder")
+    require_folder("error_budget", "--photos", args.photos)
     if args.episodes < 1 or args.camera_px < 16 or args.camera_px % 8:
         sys.exit("error_budget: --episodes must be >= 1 and --camera-px a multiple of 8, at least 16")
     torch.set_num_threads(1)

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from results_io import add_json_argument, require_checkpoints, write_results
+from results_io import add_json_argument, require_checkpoints, require_folder, write_results
 
 from grasp_s2r.runtime.conditions import load_photos
 from grasp_s2r.vision.images.backgrounds import load_backgrounds
@@ -66,8 +66,7 @@ def main() -> int:
     args = p.parse_args()
     checkpoints = args.checkpoints or [Path(default_checkpoint_path())]
     require_checkpoints("painted_factors", checkpoints)
-    if args.photos and not args.photos.is_dir():
-        sys.exit(f"painted_factors: --photos {args.photos} is not a folder")
+    require_folder("painted_factors", "--photos", args.photos)
     segmenters = {str(path): Segmenter.load(path) for path in checkpoints}
     photos = {"train": load_backgrounds("train"), "flat": flat_photos()}
     arms_asked = dict(ARMS)

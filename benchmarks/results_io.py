@@ -82,6 +82,12 @@ def require_checkpoints(prog: str, paths) -> None:
         sys.exit(f"{prog}: no such checkpoint: {', '.join(missing)}")
 
 
+def require_folder(prog: str, flag: str, path: Path | None) -> None:
+    """Exit with ``PROG: FLAG PATH is not a folder`` where a benchmark's folder argument was given and is not one."""
+    if path is not None and not Path(path).is_dir():
+        sys.exit(f"{prog}: {flag} {path} is not a folder")
+
+
 def _destination(path: Path, explicit: Path | None, save: bool) -> Path:
     """``path``, or the same name under :data:`SCRATCH_DIR` when it is a default in ``benchmarks/results/`` that the
     user did not ask to record (no ``--save``, no ``--json`` naming it)."""

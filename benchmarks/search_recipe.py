@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import torch
-from results_io import add_json_argument, display_path, write_results
+from results_io import add_json_argument, display_path, require_folder, write_results
 from validation import UNSEEN_TABLE, VALIDATION_BASE, success_counts, validation_condition
 
 from grasp_s2r.agent import default_controller_path
@@ -61,8 +61,7 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=2, help="env processes (default 2)")
     add_json_argument(p, "search_recipe")
     args = p.parse_args()
-    if not args.photos.is_dir():
-        sys.exit(f"search_recipe: --photos {args.photos} is not a folder")
+    require_folder("search_recipe", "--photos", args.photos)
     controllers = [str(default_controller_path()), *filter(None, args.controllers.split(","))]
     missing = [c for c in controllers if not Path(c).is_file()]
     if args.vision and not Path(args.vision).is_file():

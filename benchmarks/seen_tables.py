@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from results_io import add_json_argument, write_results
+from results_io import add_json_argument, require_folder, write_results
 from validation import UNSEEN_BACKDROP, UNSEEN_TABLE, validate
 
 from grasp_s2r.adapt import AdaptConfig, segmenter_train_config
@@ -136,8 +136,7 @@ def main() -> int:
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     if unknown := [a for a in arms if a not in ARMS]:
         sys.exit(f"seen_tables: unknown arms {unknown}; of: {', '.join(ARMS)}")
-    if not args.photos.is_dir():
-        sys.exit(f"seen_tables: --photos {args.photos} is not a folder")
+    require_folder("seen_tables", "--photos", args.photos)
     if args.steps < 1 or args.episodes < 0 or args.views < 0:
         sys.exit("seen_tables: --steps must be >= 1, --episodes and --views >= 0")
     if args.picture and not args.views:

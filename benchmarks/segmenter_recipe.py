@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 import torch
-from results_io import add_json_argument, require_checkpoints, write_results
+from results_io import add_json_argument, require_checkpoints, require_folder, write_results
 from validation import TRAIN_PHOTO_CONDITIONS, UNSEEN_CONDITIONS, validate
 
 from grasp_s2r.control.parallax import SHIPPED as SHIPPED_PARALLAX
@@ -62,8 +62,7 @@ def main() -> int:
     if unknown := [c for c in conditions if c not in known]:
         sys.exit(f"segmenter_recipe: unknown conditions {unknown}; of: {', '.join(known)}"
                  + ("" if args.unseen_photos else f" ({', '.join(UNSEEN_CONDITIONS)} with --unseen-photos)"))
-    if args.unseen_photos and not args.unseen_photos.is_dir():
-        sys.exit(f"segmenter_recipe: --unseen-photos {args.unseen_photos} is not a folder")
+    require_folder("segmenter_recipe", "--unseen-photos", args.unseen_photos)
     require_checkpoints("segmenter_recipe", args.candidates)
     controllers = [Path(c) for c in args.controllers.split(",") if c.strip()] or [CONTROLLER] * len(args.candidates)
     if len(controllers) != len(args.candidates) or (gone := [str(c) for c in controllers if not c.is_file()]):

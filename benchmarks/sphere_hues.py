@@ -23,7 +23,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import torch
-from results_io import add_json_argument, require_checkpoints, write_results
+from results_io import add_json_argument, require_checkpoints, require_folder, write_results
 from unseen_tables import VIEW_SEED_BASE, VIEWS, photo_table_views
 
 from grasp_s2r.files import file_sha256
@@ -75,8 +75,7 @@ def main() -> int:
     p.add_argument("--views", type=int, default=600, help="views a set (default 600; two sets)")
     add_json_argument(p, "sphere_hues")
     args = p.parse_args()
-    if not args.photos.is_dir():
-        sys.exit(f"sphere_hues: --photos {args.photos} is not a folder")
+    require_folder("sphere_hues", "--photos", args.photos)
     require_checkpoints("sphere_hues", args.segmenters)
     if args.views < 1:
         sys.exit(f"sphere_hues: --views must be >= 1, got {args.views}")

@@ -92,9 +92,10 @@ def painted_factors_table(d: Path) -> str:
         for arm, a in res["figures"]["arms"].items():
             spheres[arm] = a["spheres"]
             for c in a["found"]:
-                if _label(c) not in names:
-                    names.append(_label(c))
-                cells.setdefault(arm, {})[_label(c)] = f"{fixed(a['found'][c], 3)} / {fixed(a['false_detection'][c], 3)}"
+                name = _label(c)
+                if name not in names:
+                    names.append(name)
+                cells.setdefault(arm, {})[name] = f"{fixed(a['found'][c], 3)} / {fixed(a['false_detection'][c], 3)}"
     rows = [(arm, spheres[arm], *(cells[arm].get(n, "-") for n in names)) for arm in cells]
     columns = ("`painted` val images", "spheres", *(f"`{n}`: found / false det." for n in names))
     return (md_table(columns, rows) + f"\n\n{loaded[-1][1]['figures']['n_images']} images an arm, the same seeds "

@@ -123,10 +123,10 @@ def segmenter_recipe_runs(d: Path) -> list[str]:
 def segmenter_recipe_table(d: Path) -> str:
     """Each candidate segmenter (with the shipped controller or its own) on validation episodes
     (``segmenter_recipe``): a column a condition any run measured, in the order first run (an unseen-photo condition
-    once per photo folder, by its name: ``backgrounds-unseen on DIR``); a row a candidate, the shipped one once with the cells
-    of every run (validation seeds from the first: a cell measured twice shows its longest run, the later of two as
-    long, as the shipped system's weights and mask filter change between runs); a cell its row was not run on: "-";
-    the mean over the row's cells."""
+    once per photo folder, by its name: ``backgrounds-unseen on DIR``); a row a candidate, the shipped one once with
+    the cells of every run (validation seeds from the first: a cell measured twice shows its longest run, the later
+    of two as long, as the shipped system's weights and mask filter change between runs); a cell its row was not run
+    on: "-"; the mean over the row's cells."""
     loaded = [(name, res) for name in segmenter_recipe_runs(d) if (res := load(name, d)) is not None]
     if not loaded:
         return not_measured("segmenter_recipe")
