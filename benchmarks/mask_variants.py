@@ -1,7 +1,7 @@
 """The controller's input masks made other ways at test time, end to end on validation episodes (no training).
 
-    python benchmarks/mask_variants.py --photos DIR [--ensemble CKPT,...] [--flip] [--keep-largest]
-        [--above HEIGHT_M:CKPT,...] [--fallback-tiles SIZE/STRIDE,...] [--episodes 300] [--conditions C,...]
+    python benchmarks/mask_variants.py --photos DIR [--ensemble CKPT,...] [--union CKPT,...] [--flip]
+        [--keep-largest] [--above HEIGHT_M:CKPT,...] [--fallback-net CKPT,...] [--fallback-tiles SIZE/STRIDE,...] [--episodes 300] [--conditions C,...]
         [--workers 2] [--save]
 
 The shipped controller and parallax filter act in every row; the first row is the shipped system. Each further row
@@ -9,6 +9,8 @@ changes one thing about the masks:
 
 - ``--ensemble CKPT,...``: one row per checkpoint, the shipped segmenter's sphere probabilities averaged with that
   segmenter's (do two networks' errors cancel? a lure must then fool both);
+- ``--union CKPT,...``: one row per checkpoint, the higher of the two networks' sphere probabilities at each pixel
+  (either network's sphere is kept, and either one's lures: for two networks that miss different spheres);
 - ``--flip``: the shipped segmenter's probabilities on each image and on its mirror image, averaged (test-time
   augmentation);
 - ``--keep-largest``: only the mask's largest blob reaches the filter and the controller (the controller reads the
@@ -22,6 +24,8 @@ changes one thing about the masks:
   of its windows) at the same threshold. With less of the image around it, the network finds spheres that the
   surroundings suppress (docs/experiments/vision.md, *Tiled prediction*), and lets through more lures; here only
   where the whole image shows nothing (:class:`EmptyFallback`).
+- ``--fallback-net CKPT,...``: one row each, the shipped segmenter's mask, and in a frame where it is empty that
+  segmenter's (:class:`EmptyFallback`): another network's spheres, its lures only where the shipped one sees nothing.
 
 ``DIR``: a folder of validation photos for the unseen conditions (never the held-out ones). Writes
 ``runs/benchmarks/mask_variants.json`` (``--save``: ``benchmarks/results/``).
@@ -55,12 +59,14 @@ CONDITIONS = "table-photo-unseen,backgrounds-unseen"
 
 
 class MeanProbability(nn.Module):
-    """Logits of the mean sphere probability of ``models`` (and of their mirror images with ``flip``); the gripper
-    head keeps reading the first model's features."""
+    """Logits of the mean sphere probability of ``models`` (and of their mirror images with ``flip``; with
+    ``reduce="max"`` the highest instead of the mean); the gripper head keeps reading the first model's features."""
 
-    def __init__(self, models: list[nn.Module], flip: bool):
+    def __init__(self, models: list[nn.Module], flip: bool, reduce: str = "mean"):
         super().__init__()
-        self.models, self.flip = nn.ModuleList(models), flip
+        if reduce not in ("mean", "max"):
+            raise ValueError(f"reduce must be 'mean' or 'max', got {reduce!r}")
+        self.models, self.flip, self.reduce = nn.ModuleList(models), flip, reduce
         self.features = models[0].features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -69,7 +75,8 @@ class MeanProbability(nn.Module):
             probs.append(torch.sigmoid(m(x)))
             if self.flip:
                 probs.append(torch.flip(torch.sigmoid(m(torch.flip(x, dims=[3]))), dims=[3]))
-        p = torch.stack(probs).mean(0).clamp(1e-6, 1 - 1e-6)
+        stacked = torch.stack(probs)
+        p = (stacked.mean(0) if self.reduce == "mean" else stacked.amax(0)).clamp(1e-6, 1 - 1e-6)
         return torch.log(p / (1 - p))
 
 
@@ -163,20 +170,25 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ensemble", default="", help="comma-separated segmenter checkpoints, one row each, averaged "
                                                   "with the shipped segmenter")
+    p.add_argument("--union", default="", help="comma-separated segmenter checkpoints, one row each: the higher of "
+                                               "its and the shipped segmenter's probabilities")
     p.add_argument("--flip", action="store_true", help="a row with each image and its mirror averaged")
     p.add_argument("--keep-largest", action="store_true", help="a row keeping only the mask's largest blob")
     p.add_argument("--above", default="", help="comma-separated HEIGHT_M:CKPT, one row each: that segmenter's masks "
                                                "with the TCP above HEIGHT_M, the shipped one's below")
     p.add_argument("--fallback-tiles", default="", help="comma-separated SIZE/STRIDE, one row each: where the "
                    "shipped segmenter's mask is empty, its prediction on SIZE px tiles STRIDE apart")
+    p.add_argument("--fallback-net", default="", help="comma-separated segmenter checkpoints, one row each: where "
+                   "the shipped segmenter's mask is empty, that segmenter's")
     add_episode_arguments(p, CONDITIONS)
     add_json_argument(p, "mask_variants")
     args = p.parse_args()
     check_episode_arguments(args, "mask_variants")
     above = parse_above(args.above)
     tilings = parse_tiles(args.fallback_tiles)
-    ensemble = [Path(c) for c in args.ensemble.split(",") if c]
-    for c in ensemble:
+    ensemble, union, fallback_nets = ([Path(c) for c in text.split(",") if c]
+                                      for text in (args.ensemble, args.union, args.fallback_net))
+    for c in [*ensemble, *union, *fallback_nets]:
         if not c.is_file():
             sys.exit(f"mask_variants: no checkpoint at {c}")
     torch.set_num_threads(1)
@@ -192,6 +204,12 @@ def main() -> int:
         masks.segmenter.model = MeanProbability([net, Segmenter.load(c, "cpu").model], flip=False).eval()
         variants.append((f"mean with {display_path(str(c))}", {"ensemble": display_path(str(c))}, masks,
                          contextlib.nullcontext()))
+    for c in union:
+        masks = make_mask_source("predicted", None, "cpu")
+        masks.segmenter.model = MeanProbability([net, Segmenter.load(c, "cpu").model], flip=False,
+                                                reduce="max").eval()
+        variants.append((f"max with {display_path(str(c))}", {"union": display_path(str(c))}, masks,
+                         contextlib.nullcontext()))
     if args.flip:
         masks = make_mask_source("predicted", None, "cpu")
         masks.segmenter.model = MeanProbability([net], flip=True).eval()
@@ -203,6 +221,10 @@ def main() -> int:
         tiled.segmenter.tiling = tiling
         variants.append((f"tiled {tiling.size_px}/{tiling.stride_px} where the mask is empty",
                          {"fallback_tiles": tiling.as_dict()}, EmptyFallback(shipped, tiled), contextlib.nullcontext()))
+    for c in fallback_nets:
+        variants.append((f"{display_path(str(c))} where the mask is empty", {"fallback_net": display_path(str(c))},
+                         EmptyFallback(shipped, make_mask_source("predicted", str(c), "cpu")),
+                         contextlib.nullcontext()))
     for h, c in above:
         variants.append((f"{display_path(str(c))} above {100 * h:g} cm", {"above": [h, display_path(str(c))]},
                          shipped, above_height(h, make_mask_source("predicted", str(c), "cpu"))))

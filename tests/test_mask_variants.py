@@ -85,3 +85,30 @@ def test_fallback_tiles_parse_and_malformed_ones_are_refused():
     for text in ("32", "30/8", "32/40", "a/b"):
         with pytest.raises(SystemExit, match="mask_variants: --fallback-tiles"):
             mask_variants.parse_tiles(text)
+
+
+def test_the_union_keeps_each_networks_sphere_where_the_mean_halves_it():
+    # GIVEN two constant "networks": one sure of a sphere at pixel (1, 1), the other sure of one at (2, 2)
+    import torch
+    from torch import nn
+
+    class Sure(nn.Module):
+        def __init__(self, yx):
+            super().__init__()
+            self.yx, self.features = yx, nn.Identity()
+
+        def forward(self, x):
+            logits = torch.full((x.shape[0], 1, *x.shape[2:]), -12.0)
+            logits[:, :, self.yx[0], self.yx[1]] = 12.0
+            return logits
+
+    nets = [Sure((1, 1)), Sure((2, 2))]
+    x = torch.zeros(1, 3, 4, 4)
+    # WHEN their probabilities are combined by the highest and by the mean
+    p_max = torch.sigmoid(mask_variants.MeanProbability(nets, flip=False, reduce="max")(x))[0, 0]
+    p_mean = torch.sigmoid(mask_variants.MeanProbability(nets, flip=False)(x))[0, 0]
+    # THEN the union keeps both spheres near 1 and nothing else, where the mean puts both at 0.5
+    assert p_max[1, 1] > 0.99 and p_max[2, 2] > 0.99 and float((p_max > 0.5).sum()) == 2
+    assert abs(float(p_mean[1, 1]) - 0.5) < 1e-3 and float((p_mean > 0.5).sum()) == 0
+    with pytest.raises(ValueError, match="reduce"):
+        mask_variants.MeanProbability(nets, flip=False, reduce="median")
