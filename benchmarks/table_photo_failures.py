@@ -2,7 +2,8 @@
 found it then, and how often the mask fired elsewhere; successes against failures.
 
     python benchmarks/table_photo_failures.py [--backgrounds DIR] [--episodes 100] [--vision CKPT] [--policy CKPT]
-        [--crops PNG] [--validation CONDITION] [--strips DIR] [--truth close|far] [--truth-px 20] [--save]
+        [--crops PNG] [--validation CONDITION] [--strips DIR] [--truth close|far] [--truth-px 20]
+        [--compare JSON ...] [--save]
 
 Runs the shipped system (its parallax filter too; or ``--vision`` / ``--policy``) on ``table-photo`` (the embedded held-out photos, or
 ``--backgrounds``: yours, all of them) with the evaluation's seeds, recording every step. Per episode: ``in_view``
@@ -26,12 +27,15 @@ and the share of those frames where it finds the sphere when only 4, 8 or 16 px 
 left, the rest the colour around it (:func:`within_context`): whether its surroundings suppress it.
 ``--truth close`` (``far``): the controller gets the ground-truth mask in the frames whose sphere covers at least
 (fewer than) ``--truth-px`` pixels and the segmenter's elsewhere: which failures a right mask at that range would
-turn into grasps.
+turn into grasps. ``--compare JSON ...``: results files of earlier runs of the same episodes (another segmenter or
+controller): for each, the failed episodes both runs share and those only one of them fails (:func:`compare_failures`):
+whether two systems fail the same episodes, or errors that a combination of them might cancel.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -188,6 +192,23 @@ def failures_by_photo(rows: list[dict]) -> dict[str, tuple[int, int]]:
     return {n: (k, e) for n, (k, e) in sorted(out.items(), key=lambda kv: (-kv[1][0], kv[0]))}
 
 
+def compare_failures(rows: list[dict], other_rows: list[dict]) -> dict:
+    """Two runs' episode rows of the same seeds -> the seeds both fail (``shared``), only the first fails
+    (``only_here``) and only the second (``only_there``), and, for the first run's own failures, the share of in-view
+    frames the second run's mask found the sphere in (``there_found``; its own episode: the same start, another
+    course). ValueError where the runs are not of the same seeds."""
+    here = {r["seed"]: r for r in rows}
+    there = {r["seed"]: r for r in other_rows}
+    if set(here) != set(there):
+        raise ValueError(f"the runs are of other episodes ({len(set(here) ^ set(there))} seeds not in both)")
+    failed_here = {s for s, r in here.items() if not r["success"]}
+    failed_there = {s for s, r in there.items() if not r["success"]}
+    only_here = sorted(failed_here - failed_there)
+    return {"shared": sorted(failed_here & failed_there), "only_here": only_here,
+            "only_there": sorted(failed_there - failed_here),
+            "there_found": {s: there[s]["found"] for s in only_here}}
+
+
 def failure_crops(records, side: int = 16) -> np.ndarray:
     """Per episode, the first frame around the sphere: as seen, and overlaid with the controller's mask (TP green,
     FP red, FN blue); two tiles an episode, five episodes a row, 8x."""
@@ -223,8 +244,19 @@ def main() -> int:
                    help="the ground-truth mask where the sphere covers at least (close) / fewer than (far) --truth-px "
                         "pixels, the segmenter's elsewhere")
     p.add_argument("--truth-px", type=int, default=20, help="the sphere's area in pixels that --truth splits at")
+    p.add_argument("--compare", nargs="+", type=Path, default=[],
+                   help="results files of earlier runs of the same episodes: the failures shared and each run's own")
     add_json_argument(p, "table_photo_failures")
     args = p.parse_args()
+    earlier = {}
+    for path in args.compare:
+        try:
+            earlier[str(path)] = json.loads(path.read_text())["figures"]["episodes"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            sys.exit(f"table_photo_failures: --compare {path}: not a results file of this benchmark ({e})")
+        if len(earlier[str(path)]) != args.episodes:
+            sys.exit(f"table_photo_failures: --compare {path} holds {len(earlier[str(path)])} episodes, this run "
+                     f"{args.episodes}: compare runs of the same episodes")
     unseen = args.validation in UNSEEN_CONDITIONS
     if (unseen and not args.backgrounds) or (args.validation and not unseen and args.backgrounds):
         sys.exit(f"table_photo_failures: --backgrounds goes with table-photo or --validation "
@@ -277,6 +309,17 @@ def main() -> int:
         by_photo = failures_by_photo(rows)
         print("failures by table photo: " + ", ".join(f"{n} {k}/{e}" for n, (k, e) in by_photo.items() if k))
         summary["failures_by_table_photo"] = by_photo
+    if earlier:
+        summary["compared"] = {}
+    for path, other in earlier.items():
+        try:
+            c = compare_failures(rows, other)
+        except ValueError as e:
+            sys.exit(f"table_photo_failures: --compare {path}: {e}")
+        summary["compared"][path] = c
+        print(f"against {path}: {len(c['shared'])} failures shared, {len(c['only_here'])} only here "
+              f"({sum(v > 0 for v in c['there_found'].values())} of them found there), {len(c['only_there'])} only "
+              "there")
     if args.crops:
         failed = [r for r in recs if not r.success]
         if failed:

@@ -237,10 +237,31 @@ def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_
     figures = json.loads(out.read_text())["figures"]
     assert figures["condition"] == "table-photo"
     assert figures["episodes"][0]["table_photo"] in {f"table{k}.png" for k in range(3)}
+    # compared with a run of other episodes: refused in one line before any episode runs
+    r = subprocess.run([sys.executable, script, "--backgrounds", str(photos), "--episodes", "2", "--compare", str(out)],
+                       capture_output=True, text=True, check=False, timeout=120)
+    assert r.returncode != 0 and "holds 1 episodes, this run 2" in r.stderr
     # a training-photo condition with --backgrounds, an unseen-photo one without: refused, each in one line
     for argv in (["--validation", "nominal", "--backgrounds", str(tmp_path)], ["--validation", validation.UNSEEN_TABLE]):
         r = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, check=False, timeout=120)
         assert r.returncode != 0 and "--backgrounds goes with table-photo or --validation" in r.stderr, argv
+
+
+def test_two_runs_failures_are_split_into_shared_and_each_runs_own():
+    import table_photo_failures
+
+    # GIVEN two runs of seeds 1-4: the first fails 1 and 2, the second 2 and 3 (finding the sphere in 40 % of 1's)
+    def rows(failed, found):
+        return [{"seed": s, "success": s not in failed, "found": found.get(s, 1.0)} for s in (1, 2, 3, 4)]
+
+    here, there = rows({1, 2}, {}), rows({2, 3}, {1: 0.4})
+    # WHEN compared
+    c = table_photo_failures.compare_failures(here, there)
+    # THEN 2 is shared, 1 is the first's own (found there in 40 % of its frames), 3 the second's own
+    assert c == {"shared": [2], "only_here": [1], "only_there": [3], "there_found": {1: 0.4}}
+    # and runs of other seeds are refused
+    with pytest.raises(ValueError, match="other episodes"):
+        table_photo_failures.compare_failures(here, here[:3])
 
 
 def test_the_segmenters_peak_probability_on_a_missed_sphere_is_read_from_its_frames():
