@@ -286,3 +286,40 @@ def test_distractors_no_narrower_than_asked_and_unchanged_at_zero():
         wide += _extents_px(add_distractors(grey, _rng(seed), max_count=1, min_width_px=8.0), grey)
     assert sum(e < 6 for e in small) >= 20  # every size by default: many of a far sphere's width
     assert len(wide) >= 100 and min(wide) >= 7, sorted(wide)[:10]  # 8 px asked, a pixel to the threshold
+
+
+def test_palette_distractors_take_the_colours_of_the_texture_around_them():
+    """With ``palette_share=1`` every shape is drawn in a colour of the background near it: on a surface of two
+    colours in 16 px stripes, every changed pixel is a blend of the two (anti-aliased rims included); the default's
+    saturated shapes are not; at share 0 the draws are the recipe's, unchanged."""
+    from grasp_s2r.vision.images.synthetic import local_colour
+
+    a, b = np.array([200.0, 180.0, 20.0]), np.array([30.0, 20.0, 10.0])
+    stripes = np.zeros((64, 64, 3), np.uint8)
+    stripes[:] = a
+    for x0 in range(0, 64, 32):
+        stripes[:, x0:x0 + 16] = b
+
+    def off_the_blends(out: np.ndarray) -> float:
+        """The largest distance (levels) of a changed pixel from the segment between the two colours; -1: none."""
+        px = out[np.any(out != stripes, axis=2)].astype(float)
+        if not len(px):
+            return -1.0
+        t = np.clip((px - b) @ (a - b) / ((a - b) @ (a - b)), 0, 1)
+        return float(np.linalg.norm(px - (b + t[:, None] * (a - b)), axis=1).max())
+
+    kinds = ("ring", "disc", "ellipse", "rect", "line")
+    palette = [off_the_blends(add_distractors(stripes, _rng(s), max_count=3, kinds=kinds, palette_share=1.0))
+               for s in range(40)]
+    assert sum(d >= 0 for d in palette) >= 30 and max(palette) <= 6.0  # uint8 rounding of the blends
+    saturated = [off_the_blends(add_distractors(stripes, _rng(s), max_count=1, kinds=kinds, saturated_share=1.0))
+                 for s in range(20)]
+    assert np.mean([d > 30 for d in saturated]) > 0.5
+    for seed in range(10):
+        np.testing.assert_array_equal(add_distractors(stripes, _rng(seed)),
+                                      add_distractors(stripes, _rng(seed), palette_share=0.0))
+    # the colour comes from within reach of the centre, even when the centre lies outside the image
+    rgb = np.zeros((64, 64, 3), np.uint8)
+    rgb[:, :32] = 255
+    assert all(local_colour(rgb, (-5.0, 10.0), _rng(s)) == (255.0, 255.0, 255.0) for s in range(20))
+    assert all(local_colour(rgb, (70.0, 10.0), _rng(s)) == (0.0, 0.0, 0.0) for s in range(20))

@@ -102,6 +102,8 @@ OPTIONS = (
            convert=lambda text: parse_distractor_kinds(text), metavar="KIND,...", show=comma_text),
     Option("--distractor-saturated", "share of the distractors in saturated colours (the others any colour, greys "
            "included)", "data.distractor_saturated", type=float),
+    Option("--distractor-palette", "share of the distractors' shapes in a colour of the background within 8 px of "
+           "them (negatives in the texture's own colours)", "data.distractor_palette", type=float),
     Option("--distractor-min-px", "no distractor narrower than this, px (none of a far sphere's 2-6 px, where a "
            "flat disc and a shaded sphere look alike)", "data.distractor_min_px", type=float, metavar="PX"),
     Option("--near-blob-prob", "share of composites with 1-3 distractors beside the sphere (3-10 px from it)",

@@ -113,6 +113,10 @@ class DataConfig:
     distractor_saturated: float = 0.7
     """Share of the distractors drawn in saturated colours; the others take any colour, greys, dull and dark ones
     included (1.0 with the kinds ``hole`` and ``specular`` left out: no grey negative, beside grey spheres)."""
+    distractor_palette: float = 0.0
+    """Share of the distractors' shapes in a colour of the background within 8 px of them
+    (:func:`synthetic.add_distractors`' ``palette_share``): negatives in the texture's own colours. Not the near
+    blobs (``near_blob_prob``), whose surroundings hold the sphere. 0: the draws unchanged."""
     distractor_min_px: float = 0.0
     """No distractor narrower than this, px (:func:`synthetic.add_distractors`' ``min_width_px``): flat negatives
     only where a flat disc and a shaded sphere differ, none of a far sphere's 2-6 px. 0: every size."""
@@ -138,6 +142,8 @@ class DataConfig:
         check_distractor_kinds(self.distractor_kinds)
         if not 0.0 <= self.distractor_saturated <= 1.0:
             raise ValueError(f"distractor_saturated must be in [0, 1], got {self.distractor_saturated}")
+        if not 0.0 <= self.distractor_palette <= 1.0:
+            raise ValueError(f"distractor_palette must be in [0, 1], got {self.distractor_palette}")
         if not 0.0 <= self.distractor_min_px <= 32.0:
             raise ValueError(f"distractor_min_px must be in [0, 32], got {self.distractor_min_px}")
         if not 0.0 <= self.photo_blob_prob <= 1.0:
@@ -299,7 +305,7 @@ class CompositeDataset(Dataset):
             if d.distractor_prob > 0 and extra.random() < d.distractor_prob:
                 background = add_distractors(background, extra, kinds=d.distractor_kinds,
                                              saturated_share=d.distractor_saturated,
-                                             min_width_px=d.distractor_min_px)
+                                             min_width_px=d.distractor_min_px, palette_share=d.distractor_palette)
             if d.photo_blob_prob > 0:  # its own stream: the recipe without blobs is unchanged
                 blob_rng = np.random.default_rng([self.seed, STREAMS[self.stream], 6, index])
                 if blob_rng.random() < d.photo_blob_prob:

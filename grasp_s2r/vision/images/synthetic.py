@@ -228,10 +228,24 @@ def check_distractor_kinds(kinds: tuple[str, ...]) -> None:
         raise ValueError(f"distractor kinds must be distinct names of {DISTRACTOR_KINDS}, got {tuple(kinds)}")
 
 
+PALETTE_REACH_PX = 8
+"""How far from a palette distractor's centre its colour is taken from the background, px (:func:`local_colour`)."""
+
+
+def local_colour(background_rgb: np.ndarray, centre_xy: tuple[float, float],
+                 rng: np.random.Generator) -> tuple[float, float, float]:
+    """The RGB of a random pixel of ``background_rgb`` (uint8 (H, W, 3)) within :data:`PALETTE_REACH_PX` of
+    ``centre_xy`` (column, row; clipped into the image, the centre may lie outside it)."""
+    h, w = background_rgb.shape[:2]
+    x = int(np.clip(round(centre_xy[0]) + rng.integers(-PALETTE_REACH_PX, PALETTE_REACH_PX + 1), 0, w - 1))
+    y = int(np.clip(round(centre_xy[1]) + rng.integers(-PALETTE_REACH_PX, PALETTE_REACH_PX + 1), 0, h - 1))
+    return tuple(float(v) for v in background_rgb[y, x])
+
+
 def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_count: int = 3,
                     kinds: tuple[str, ...] = DISTRACTOR_KINDS, around_px: tuple[float, float] | None = None,
                     reach_px: tuple[float, float] = (3.0, 10.0), saturated_share: float = 0.7,
-                    min_width_px: float = 0.0) -> np.ndarray:
+                    min_width_px: float = 0.0, palette_share: float = 0.0) -> np.ndarray:
     """A copy of ``background_rgb`` (uint8 (H, W, 3)) with 1 to ``max_count`` hard negatives drawn on it
     (``kinds``, drawn uniformly from :data:`DISTRACTOR_KINDS` by default; a share ``saturated_share`` of them in
     saturated colours, the others in any colour, greys, dull and dark ones included; anywhere incl. partly outside;
@@ -240,6 +254,10 @@ def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_co
     ``min_width_px``: no distractor narrower across its longest extent (its size drawn from the same range cut below
     there; the 1-2 px specular dots, which cannot be that wide, become discs): no flat negative of a far sphere's
     size, where a flat disc and a shaded sphere look alike. 0: every size, the draws unchanged.
+    ``palette_share``: a share of the shapes (not the specular dots and holes, which keep their own colours) in the
+    colour of a pixel of ``background_rgb`` within :data:`PALETTE_REACH_PX` of their centre: negatives in the local
+    texture's own colours, so that a blob of a colour the texture around it lacks is not taught as a negative.
+    0: the draws unchanged.
 
     Draw them before pasting the sphere, so the sphere's label stays exact (or restore the sphere's pixels after).
     ``max_count=0``: an unchanged copy.
@@ -267,6 +285,8 @@ def add_distractors(background_rgb: np.ndarray, rng: np.random.Generator, max_co
             angle, reach = rng.uniform(0, 2 * np.pi), rng.uniform(*reach_px)
             c = (fx(around_px[0] + reach * np.cos(angle)), fx(around_px[1] + reach * np.sin(angle)))
         colour = tuple(float(x) for x in _random_colour(rng, saturated=rng.random() < saturated_share))
+        if palette_share > 0 and kind not in ("specular", "hole") and rng.random() < palette_share:
+            colour = local_colour(background_rgb, (c[0] / one, c[1] / one), rng)
         if kind == "ring":
             cv2.circle(out, c, fx(radius(2.5, 15)), colour, int(rng.integers(1, 4)), cv2.LINE_AA, _SHIFT)
         elif kind == "disc":
