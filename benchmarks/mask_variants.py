@@ -1,8 +1,8 @@
 """The controller's input masks made other ways at test time, end to end on validation episodes (no training).
 
     python benchmarks/mask_variants.py --photos DIR [--ensemble CKPT,...] [--union CKPT,...] [--flip]
-        [--keep-largest] [--above HEIGHT_M:CKPT,...] [--fallback-net CKPT,...] [--fallback-tiles SIZE/STRIDE,...] [--episodes 300] [--conditions C,...]
-        [--workers 2] [--save]
+        [--keep-largest] [--above HEIGHT_M:CKPT,...] [--fallback-net CKPT,...] [--fallback-tiles SIZE/STRIDE,...]
+        [--episodes 300] [--conditions C,...] [--workers 2] [--save]
 
 The shipped controller and parallax filter act in every row; the first row is the shipped system. Each further row
 changes one thing about the masks:
