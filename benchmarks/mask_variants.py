@@ -199,17 +199,13 @@ def main() -> int:
     # or switched by height)
     variants: list[tuple[str, dict, object, contextlib.AbstractContextManager]] = [
         ("shipped", {}, shipped, contextlib.nullcontext())]
-    for c in ensemble:
-        masks = make_mask_source("predicted", None, "cpu")
-        masks.segmenter.model = MeanProbability([net, Segmenter.load(c, "cpu").model], flip=False).eval()
-        variants.append((f"mean with {display_path(str(c))}", {"ensemble": display_path(str(c))}, masks,
-                         contextlib.nullcontext()))
-    for c in union:
-        masks = make_mask_source("predicted", None, "cpu")
-        masks.segmenter.model = MeanProbability([net, Segmenter.load(c, "cpu").model], flip=False,
-                                                reduce="max").eval()
-        variants.append((f"max with {display_path(str(c))}", {"union": display_path(str(c))}, masks,
-                         contextlib.nullcontext()))
+    for reduce, key, paths in (("mean", "ensemble", ensemble), ("max", "union", union)):
+        for c in paths:
+            masks = make_mask_source("predicted", None, "cpu")
+            masks.segmenter.model = MeanProbability([net, Segmenter.load(c, "cpu").model], flip=False,
+                                                    reduce=reduce).eval()
+            variants.append((f"{reduce} with {display_path(str(c))}", {key: display_path(str(c))}, masks,
+                             contextlib.nullcontext()))
     if args.flip:
         masks = make_mask_source("predicted", None, "cpu")
         masks.segmenter.model = MeanProbability([net], flip=True).eval()

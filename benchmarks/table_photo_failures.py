@@ -196,11 +196,15 @@ def compare_failures(rows: list[dict], other_rows: list[dict]) -> dict:
     """Two runs' episode rows of the same seeds -> the seeds both fail (``shared``), only the first fails
     (``only_here``) and only the second (``only_there``), and, for the first run's own failures, the share of in-view
     frames the second run's mask found the sphere in (``there_found``; its own episode: the same start, another
-    course). ValueError where the runs are not of the same seeds."""
+    course). ValueError where the runs are not of the same seeds, or had other table photos in them."""
     here = {r["seed"]: r for r in rows}
     there = {r["seed"]: r for r in other_rows}
     if set(here) != set(there):
         raise ValueError(f"the runs are of other episodes ({len(set(here) ^ set(there))} seeds not in both)")
+    other_tables = [s for s in here if here[s].get("table_photo") != there[s].get("table_photo")]
+    if other_tables:
+        raise ValueError(f"the runs had other table photos ({len(other_tables)} episodes, e.g. seed "
+                         f"{other_tables[0]})")
     failed_here = {s for s, r in here.items() if not r["success"]}
     failed_there = {s for s, r in there.items() if not r["success"]}
     only_here = sorted(failed_here - failed_there)
@@ -248,12 +252,17 @@ def main() -> int:
                    help="results files of earlier runs of the same episodes: the failures shared and each run's own")
     add_json_argument(p, "table_photo_failures")
     args = p.parse_args()
+    name = args.validation or "table-photo"
     earlier = {}
     for path in args.compare:
         try:
-            earlier[str(path)] = json.loads(path.read_text())["figures"]["episodes"]
+            figures = json.loads(path.read_text())["figures"]
+            earlier[str(path)], condition = figures["episodes"], figures["condition"]
         except (OSError, ValueError, KeyError, TypeError) as e:
             sys.exit(f"table_photo_failures: --compare {path}: not a results file of this benchmark ({e})")
+        if condition != name:
+            sys.exit(f"table_photo_failures: --compare {path} is a run of {condition}, this one of {name}: compare "
+                     "runs of the same episodes")
         if len(earlier[str(path)]) != args.episodes:
             sys.exit(f"table_photo_failures: --compare {path} holds {len(earlier[str(path)])} episodes, this run "
                      f"{args.episodes}: compare runs of the same episodes")
@@ -270,7 +279,6 @@ def main() -> int:
             masks = TruthInRange(masks, args.truth, args.truth_px)
         except ValueError as e:  # --truth-px below 1
             sys.exit(f"table_photo_failures: {e}")
-    name = args.validation or "table-photo"
     if args.validation:
         cond, base = validation_condition(args.validation, args.backgrounds or None), VALIDATION_BASE
     else:

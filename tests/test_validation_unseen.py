@@ -241,6 +241,10 @@ def test_failures_of_a_validation_condition_with_a_strip_per_failed_episode(tmp_
     r = subprocess.run([sys.executable, script, "--backgrounds", str(photos), "--episodes", "2", "--compare", str(out)],
                        capture_output=True, text=True, check=False, timeout=120)
     assert r.returncode != 0 and "holds 1 episodes, this run 2" in r.stderr
+    # or of another condition
+    r = subprocess.run([sys.executable, script, "--validation", "start-out-of-view", "--episodes", "1", "--compare",
+                        str(out)], capture_output=True, text=True, check=False, timeout=120)
+    assert r.returncode != 0 and "is a run of table-photo, this one of start-out-of-view" in r.stderr
     # a training-photo condition with --backgrounds, an unseen-photo one without: refused, each in one line
     for argv in (["--validation", "nominal", "--backgrounds", str(tmp_path)], ["--validation", validation.UNSEEN_TABLE]):
         r = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, check=False, timeout=120)
@@ -262,6 +266,10 @@ def test_two_runs_failures_are_split_into_shared_and_each_runs_own():
     # and runs of other seeds are refused
     with pytest.raises(ValueError, match="other episodes"):
         table_photo_failures.compare_failures(here, here[:3])
+    # and runs of the same seeds on other table photos
+    on_photos = [{**r, "table_photo": "a.jpg"} for r in here]
+    with pytest.raises(ValueError, match="other table photos"):
+        table_photo_failures.compare_failures(on_photos, [{**r, "table_photo": "b.jpg"} for r in there])
 
 
 def test_the_segmenters_peak_probability_on_a_missed_sphere_is_read_from_its_frames():

@@ -21,7 +21,7 @@ from grasp_s2r.options import (
 from grasp_s2r.tblog import TensorBoardUnavailable, add_tensorboard_argument, resolve_logdir
 from grasp_s2r.vision.images.backgrounds import BackgroundError, load_backgrounds, photo_weights
 from grasp_s2r.vision.images.dataset import TRAINING_DATA, BackgroundMix
-from grasp_s2r.vision.images.synthetic import DISTRACTOR_KINDS, check_distractor_kinds
+from grasp_s2r.vision.images.synthetic import DISTRACTOR_KINDS, PALETTE_REACH_PX, check_distractor_kinds
 from grasp_s2r.vision.networks.segmenter import checkpoint_margin_px
 from grasp_s2r.vision.training.starting_weights import check_init_checkpoint
 from grasp_s2r.vision.training.train import SegmenterTrainConfig, TrainError, train
@@ -102,8 +102,9 @@ OPTIONS = (
            convert=lambda text: parse_distractor_kinds(text), metavar="KIND,...", show=comma_text),
     Option("--distractor-saturated", "share of the distractors in saturated colours (the others any colour, greys "
            "included)", "data.distractor_saturated", type=float),
-    Option("--distractor-palette", "share of the distractors' shapes in a colour of the background within 8 px of "
-           "them (negatives in the texture's own colours)", "data.distractor_palette", type=float),
+    Option("--distractor-palette", f"share of the distractors' shapes in a colour of the background within "
+           f"{PALETTE_REACH_PX} px of them (negatives in the texture's own colours)", "data.distractor_palette",
+           type=float),
     Option("--distractor-min-px", "no distractor narrower than this, px (none of a far sphere's 2-6 px, where a "
            "flat disc and a shaded sphere look alike)", "data.distractor_min_px", type=float, metavar="PX"),
     Option("--near-blob-prob", "share of composites with 1-3 distractors beside the sphere (3-10 px from it)",

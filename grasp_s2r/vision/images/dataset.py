@@ -114,8 +114,8 @@ class DataConfig:
     """Share of the distractors drawn in saturated colours; the others take any colour, greys, dull and dark ones
     included (1.0 with the kinds ``hole`` and ``specular`` left out: no grey negative, beside grey spheres)."""
     distractor_palette: float = 0.0
-    """Share of the distractors' shapes in a colour of the background within 8 px of them
-    (:func:`synthetic.add_distractors`' ``palette_share``): negatives in the texture's own colours. Not the near
+    """Share of the distractors' shapes in a colour of the background near them (within
+    :data:`synthetic.PALETTE_REACH_PX`; :func:`synthetic.add_distractors`' ``palette_share``): negatives in the texture's own colours. Not the near
     blobs (``near_blob_prob``), whose surroundings hold the sphere. 0: the draws unchanged."""
     distractor_min_px: float = 0.0
     """No distractor narrower than this, px (:func:`synthetic.add_distractors`' ``min_width_px``): flat negatives
