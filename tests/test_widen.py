@@ -1,13 +1,16 @@
-"""Widening a trained U-Net (``vision/networks/widen.py``): the wider network computes what the narrow one did, and
-its new channels can learn."""
+"""Growing a trained U-Net (``vision/networks/widen.py``): the wider network, or one with self-attention blocks
+(``UNet(attention=L)``, ``model.GlobalContext``), computes what the narrow one did, and its new weights can learn;
+``train-vision`` checks what may grow into what."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from grasp_s2r.vision.networks.model import UNet, build_model
+from grasp_s2r.vision.networks.model import GlobalContext, UNet, build_model
 from grasp_s2r.vision.networks.widen import load_widened, unshuffle_unet_state, widen_unet_state
+from grasp_s2r.vision.training.starting_weights import widens
+from grasp_s2r.vision.training.train_config import SegmenterTrainConfig, TrainError
 
 
 def _trained_narrow(width: int = 8, depth: int = 3) -> UNet:
@@ -92,3 +95,70 @@ def test_unet_of_pixel_blocks_starts_as_the_plain_one_on_block_means(mode):
 def test_unshuffle_refuses_a_network_of_other_width():
     with pytest.raises(ValueError, match="not a plain one"):
         unshuffle_unet_state(_trained_narrow(8).state_dict(), UNet(12, 3, unshuffle=2))
+
+
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_unet_with_attention_starts_as_the_checkpoint_without_it(mode):
+    # GIVEN a trained U-Net and a fresh one of its width and depth with blocks after the two deepest levels
+    plain = _trained_narrow()
+    grown = UNet(8, 3, attention=2)
+    # WHEN the grown one takes the plain one's weights
+    load_widened(grown, plain.state_dict())
+    getattr(plain, mode)()
+    getattr(grown, mode)()
+    x = torch.randn(3, 3, 32, 32)
+    # THEN both give the same logits: the new blocks' output projections are zero
+    with torch.no_grad():
+        torch.testing.assert_close(grown(x), plain(x), atol=1e-5, rtol=1e-5)
+    assert len(grown.context) == 2 and grown.context[0].attend.embed_dim == 64  # the bottleneck's 8 * 2 ** 3 channels
+
+
+def test_attention_blocks_learn_and_read_far_cells():
+    torch.manual_seed(0)
+    block = GlobalContext(16)
+    x = torch.randn(2, 16, 8, 8)
+    assert torch.equal(block(x), x)  # the identity at the start
+    # WHEN its output projection has trained (a few Adam steps towards a target it can only reach through them)
+    opt = torch.optim.Adam(block.parameters(), lr=1e-2)
+    for _ in range(5):
+        (block(x) - x - 1.0).square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+    assert block.attend.out_proj.weight.abs().sum() > 0
+    # THEN a cell's output depends on a cell at the far corner: no convolution of the U-Net reaches that far in one
+    # layer
+    far = x.clone()
+    far[:, :, 7, 7] += 5.0
+    with torch.no_grad():
+        assert (block(far)[:, :, 0, 0] - block(x)[:, :, 0, 0]).abs().max() > 1e-4
+
+
+def test_blocks_are_copied_as_they_are_and_never_widened():
+    with_blocks = UNet(8, 3, attention=1)
+    # more blocks at the same width: the old one is copied, the new one starts at zero output
+    grown = UNet(8, 3, attention=2)
+    load_widened(grown, with_blocks.state_dict())
+    torch.testing.assert_close(grown.context[0].attend.in_proj_weight, with_blocks.context[0].attend.in_proj_weight)
+    assert grown.context[1].attend.out_proj.weight.abs().sum() == 0
+    # a wider network cannot take a block's weights, nor a network with fewer blocks
+    with pytest.raises(ValueError, match="self-attention block"):
+        widen_unet_state(with_blocks.state_dict(), UNet(12, 3, attention=1))
+    with pytest.raises(ValueError, match="other layers"):
+        widen_unet_state(grown.state_dict(), UNet(8, 3, attention=1))
+
+
+def test_train_vision_checks_attention_and_grows_checkpoints_without_it():
+    init = {"architecture": "unet", "arch_kwargs": {"width": 12, "depth": 3}}
+    assert widens(init, SegmenterTrainConfig(attention=2))
+    assert SegmenterTrainConfig(attention=2).arch_kwargs["attention"] == 2
+    assert "attention" not in SegmenterTrainConfig().arch_kwargs  # checkpoints without blocks read as before
+    with_blocks = {**init, "arch_kwargs": {"width": 12, "depth": 3, "attention": 1}}
+    assert widens(with_blocks, SegmenterTrainConfig(attention=2))
+    assert not widens(with_blocks, SegmenterTrainConfig(width=16, attention=1))
+    assert not widens(with_blocks, SegmenterTrainConfig(attention=0))
+    with pytest.raises(TrainError, match="attention must be in"):
+        SegmenterTrainConfig(attention=5)
+    with pytest.raises(TrainError, match="attention must be in"):
+        SegmenterTrainConfig(architecture="lraspp", attention=1)
+    with pytest.raises(ValueError, match="attention must be in"):
+        UNet(8, 2, attention=4)

@@ -50,6 +50,9 @@ OPTIONS = (
     Option("--anomaly", "U-Net reading K colour-anomaly maps beside the colours (each pixel's colour against the ring "
            "of colours around it: vision/networks/anomaly.py; 0: the colours only)", "anomaly", type=non_negative_int,
            metavar="K"),
+    Option("--attention", "U-Net with a self-attention block after each of the L deepest encoder levels: every place "
+           "compared with the whole image (it starts as the identity: --init may be a checkpoint without it; 0: none)",
+           "attention", type=non_negative_int, metavar="L"),
     Option("--padding", "what the U-Net's convolutions read past the image's edge: zeros, replicate or reflect "
            "(no weights: --init may change it)", "padding"),
     Option("--image-size", "square input / camera size in px", "image_size_px", type=positive_int),
@@ -71,7 +74,8 @@ OPTIONS = (
     Option("--full-size-share", "share of the steps, the last ones, on whole images (with crops)",
            "full_size_share", type=float),
     Option("--init", "start from this segmenter checkpoint's weights (fine-tuning; the same --arch and --width, or a "
-           "narrower U-Net, or one reading fewer --anomaly maps, widened without changing its output; "
+           "narrower U-Net, or one reading fewer --anomaly maps or with fewer --attention blocks, grown without "
+           "changing its output; "
            "a U-Net at any --image-size; with "
            "--unshuffle, a plain U-Net of the same --width)",
            "init_checkpoint", convert=lambda p: str(Path(p).resolve()),

@@ -46,6 +46,29 @@ def _conv_block(c_in: int, c_out: int, padding: str = "zeros") -> nn.Sequential:
     )
 
 
+ATTENTION_HEADS = 4
+"""Heads of a U-Net's self-attention blocks (:class:`GlobalContext`); every level's channels divide by it."""
+
+
+class GlobalContext(nn.Module):
+    """Self-attention over every cell of a feature map float (N, C, h, w), added to it: each place compared with the
+    whole image (multi-head, :data:`ATTENTION_HEADS` heads, no positions). Its output projection starts at zero, so
+    a network with the block computes what it computed without it until training moves those weights."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.norm = nn.GroupNorm(1, channels)
+        self.attend = nn.MultiheadAttention(channels, ATTENTION_HEADS, batch_first=True)
+        nn.init.zeros_(self.attend.out_proj.weight)
+        nn.init.zeros_(self.attend.out_proj.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c, h, w = x.shape
+        cells = self.norm(x).flatten(2).transpose(1, 2)  # (N, h w, C)
+        context, _ = self.attend(cells, cells, cells, need_weights=False)
+        return x + context.transpose(1, 2).reshape(n, c, h, w)
+
+
 PREVIOUS_INPUTS = ("", "frame", "difference")
 """What a U-Net's ``previous`` may be: no previous frame, the warped previous frame, or the image less it."""
 
@@ -74,6 +97,10 @@ class UNet(nn.Module):
     channels at 1/s of the side, nothing lost) and the head predicts s^2 logits a block, put back in place
     (``pixel_shuffle``): the network sees every camera pixel at about the multiply-adds of one at 1/s the side.
 
+    ``attention`` L > 0: a :class:`GlobalContext` block after each of the L deepest encoder levels (the bottleneck
+    first): every place compared with the whole image; it starts as the identity, so a checkpoint without it loads
+    into one with it unchanged (``vision/networks/widen.py``).
+
     ``padding`` (one of :data:`PADDINGS`): what every 3x3 convolution reads beyond the edge of its feature map; with
     ``"zeros"`` an object cut by the image's border ends in a frame of the mean colour (zero after
     :func:`to_input_tensor`'s normalization) that no image shows, with ``"replicate"`` or
@@ -81,7 +108,7 @@ class UNet(nn.Module):
     """
 
     def __init__(self, width: int = 16, depth: int = 3, unshuffle: int = 1, anomaly: int = 0,
-                 previous: str | bool = "", padding: str = "zeros"):
+                 previous: str | bool = "", padding: str = "zeros", attention: int = 0):
         super().__init__()
         if padding not in PADDINGS:
             raise ValueError(f"padding must be one of {PADDINGS}, got {padding!r}")
@@ -89,6 +116,8 @@ class UNet(nn.Module):
             raise ValueError(f"unshuffle must be >= 1, got {unshuffle}")
         if not 0 <= anomaly <= len(ANOMALY_WINDOWS_PX):
             raise ValueError(f"anomaly must be in [0, {len(ANOMALY_WINDOWS_PX)}], got {anomaly}")
+        if not 0 <= attention <= depth + 1:
+            raise ValueError(f"attention must be in [0, {depth + 1}] (the encoder's levels), got {attention}")
         self.unshuffle = int(unshuffle)
         self.anomaly = int(anomaly)
         """Colour-anomaly maps read beside the colours (``vision/networks/anomaly.py``); 0: the colours only."""
@@ -108,6 +137,9 @@ class UNet(nn.Module):
         self.up = nn.ModuleList(nn.ConvTranspose2d(chans[i + 1], chans[i], 2, stride=2) for i in reversed(range(depth)))
         self.fuse = nn.ModuleList(_conv_block(2 * chans[i], chans[i], padding) for i in reversed(range(depth)))
         self.head = nn.Conv2d(chans[0], s2, 1)
+        self.attention = int(attention)
+        """Encoder levels, the deepest first, followed by a :class:`GlobalContext` block; 0: none."""
+        self.context = nn.ModuleList(GlobalContext(chans[depth - i]) for i in range(self.attention))
         self.width = chans[0]
         """Channels of :meth:`features`."""
 
@@ -118,8 +150,11 @@ class UNet(nn.Module):
         if self.unshuffle > 1:
             x = F.pixel_unshuffle(x, self.unshuffle)
         skips = []
+        depth = len(self.down) - 1
         for i, block in enumerate(self.down):
             x = block(x if i == 0 else F.max_pool2d(x, 2))
+            if depth - i < self.attention:
+                x = self.context[depth - i](x)
             skips.append(x)
         skips.pop()
         for up, fuse in zip(self.up, self.fuse):

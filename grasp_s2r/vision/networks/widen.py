@@ -8,6 +8,10 @@ the old channels, and the logits, are exactly those of the narrow network at the
 batch norm is per channel), and the new channels join as training moves those zero weights (Net2Net's
 function-preserving widening by zero extension; Chen et al. 2016).
 
+A U-Net with more self-attention blocks than the checkpoint (``UNet(attention=L)``, ``train-vision --attention L
+--init`` one with fewer or none) takes the checkpoint's blocks as they are and its new ones at their initial weights,
+whose output projections are zero: each new block adds nothing at the start.
+
 A U-Net that reads colour-anomaly maps beside the colours (``UNet(anomaly=k)``, ``train-vision --anomaly k --init``
 a checkpoint reading fewer) is widened the same way at its input: the maps' first-layer weights start at zero.
 
@@ -44,11 +48,17 @@ def widen_unet_state(old_state: dict[str, torch.Tensor], wide: UNet) -> dict[str
     ``ValueError`` when the layers do not match (another depth) or a layer would be narrower.
     """
     new_state = wide.state_dict()
-    if set(old_state) != set(new_state):
+    added = set(new_state) - set(old_state)  # self-attention blocks the checkpoint lacks: they start as the identity
+    if set(old_state) - set(new_state) or any(not name.startswith("context.") for name in added):
         raise ValueError("the checkpoint's U-Net has other layers (another depth?) than the network to widen")
     widened = {}
     for name, new in new_state.items():
+        if name in added:
+            widened[name] = new.clone()
+            continue
         old = old_state[name].to(new.dtype)
+        if name.startswith("context.") and old.shape != new.shape:
+            raise ValueError(f"cannot widen the self-attention block {name}: {tuple(old.shape)} -> {tuple(new.shape)}")
         if old.shape == new.shape:
             widened[name] = old.clone()
             continue

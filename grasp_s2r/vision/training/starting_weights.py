@@ -1,5 +1,6 @@
 """Where a fine-tune's weights come from (``train-vision --init``): a checkpoint of the same network, or of one it
-grows from without changing what it computes (a narrower U-Net of its depth, one reading fewer colour-anomaly maps,
+grows from without changing what it computes (a narrower U-Net of its depth, one reading fewer colour-anomaly maps
+or with fewer self-attention blocks,
 a plain one for a run with ``--unshuffle``: ``vision/networks/widen.py``), or one that differs only in its padding
 (which holds no weights)."""
 
@@ -34,7 +35,7 @@ def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
         raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
                          f"{tuple(init['input_hw'])} px, this run is {cfg.architecture} {cfg.arch_kwargs} at "
                          f"{cfg.input_px} px (a U-Net may start from a narrower one of its depth, or one "
-                         "reading fewer --anomaly maps, not a wider one; one with --unshuffle from a plain one of its "
+                         "reading fewer --anomaly maps or with fewer --attention blocks, not a wider one; one with --unshuffle from a plain one of its "
                          "width and depth)")
     return init
 
@@ -44,17 +45,21 @@ def _but_padding(arch_kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def widens(init: dict[str, Any], cfg: SegmenterTrainConfig) -> bool:
-    """Whether ``init`` is a narrower U-Net of this run's depth (or one reading fewer colour-anomaly maps), or a plain
+    """Whether ``init`` is a narrower U-Net of this run's depth (or one reading fewer colour-anomaly maps, or with fewer
+    self-attention blocks), or a plain
     one of its width and depth for a run with ``unshuffle`` (``vision/networks/widen.py``)."""
     kwargs = dict(init["arch_kwargs"])
     if not (init["architecture"] == cfg.architecture == "unet" and kwargs.get("depth") == cfg.depth
             and kwargs.get("unshuffle", 1) == 1):
         return False
-    width, anomaly = kwargs.get("width", cfg.width), kwargs.get("anomaly", 0)
+    width, anomaly, attention = kwargs.get("width", cfg.width), kwargs.get("anomaly", 0), kwargs.get("attention", 0)
     if cfg.unshuffle > 1:
-        return width == cfg.width and anomaly == cfg.anomaly
-    # wider, or reading more anomaly maps (their first-layer weights start at zero), or both
-    return width <= cfg.width and anomaly <= cfg.anomaly and (width, anomaly) != (cfg.width, cfg.anomaly)
+        return width == cfg.width and anomaly == cfg.anomaly and attention == cfg.attention == 0
+    # wider, or reading more anomaly maps (their first-layer weights start at zero), or with more attention blocks
+    # (their output projections start at zero), or several of these
+    # (attention blocks are copied as they are: a checkpoint with them grows in their number only, not in width)
+    grown, now = (width, anomaly, attention), (cfg.width, cfg.anomaly, cfg.attention)
+    return all(g <= n for g, n in zip(grown, now)) and grown != now and (not attention or width == cfg.width)
 
 
 def load_initial_weights(model: torch.nn.Module, cfg: SegmenterTrainConfig) -> None:

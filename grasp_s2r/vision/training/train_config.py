@@ -42,6 +42,9 @@ class SegmenterTrainConfig:
     anomaly: int = 0
     """U-Net reading this many colour-anomaly maps beside the colours (``UNet(anomaly=k)``,
     ``vision/networks/anomaly.py``); 0 = the colours only."""
+    attention: int = 0
+    """U-Net with a self-attention block after each of this many deepest encoder levels (``UNet(attention=L)``,
+    ``model.GlobalContext``); 0 = convolutions only."""
     padding: Padding = "zeros"
     """What the U-Net's convolutions read past the image's edge (``UNet(padding=...)``, ``model.PADDINGS``)."""
     image_size_px: int = 64
@@ -137,6 +140,9 @@ class SegmenterTrainConfig:
             raise TrainError(f"unshuffle must be >= 1 (> 1: a U-Net only), got {self.unshuffle}")
         if not 0 <= self.anomaly <= len(ANOMALY_WINDOWS_PX) or (self.anomaly and self.architecture != "unet"):
             raise TrainError(f"anomaly must be in [0, {len(ANOMALY_WINDOWS_PX)}] (> 0: a U-Net only), got {self.anomaly}")
+        if not 0 <= self.attention <= self.depth + 1 or (self.attention and self.architecture != "unet"):
+            raise TrainError(f"attention must be in [0, {self.depth + 1}] (the U-Net's encoder levels; > 0: a U-Net "
+                             f"only), got {self.attention}")
         if self.padding not in PADDINGS or (self.padding != "zeros" and self.architecture != "unet"):
             raise TrainError(f"padding must be one of {', '.join(PADDINGS)} (not zeros: a U-Net only), "
                              f"got {self.padding!r}")
@@ -216,6 +222,7 @@ class SegmenterTrainConfig:
             return {}
         return {"width": self.width, "depth": self.depth, **({"unshuffle": self.unshuffle} if self.unshuffle > 1 else {}),
                 **({"anomaly": self.anomaly} if self.anomaly else {}),
+                **({"attention": self.attention} if self.attention else {}),
                 **({"padding": self.padding} if self.padding != "zeros" else {})}
 
     def to_dict(self) -> dict[str, Any]:
