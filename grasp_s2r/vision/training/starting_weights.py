@@ -35,8 +35,8 @@ def check_init_checkpoint(cfg: SegmenterTrainConfig) -> dict[str, Any]:
         raise TrainError(f"--init {cfg.init_checkpoint}: it is {init['architecture']} {init['arch_kwargs']} at "
                          f"{tuple(init['input_hw'])} px, this run is {cfg.architecture} {cfg.arch_kwargs} at "
                          f"{cfg.input_px} px (a U-Net may start from a narrower one of its depth, or one "
-                         "reading fewer --anomaly maps or with fewer --attention blocks, not a wider one; one with --unshuffle from a plain one of its "
-                         "width and depth)")
+                         "reading fewer --anomaly maps or with fewer --attention blocks, not a wider one; one with "
+                         "--unshuffle from a plain one of its width and depth)")
     return init
 
 
