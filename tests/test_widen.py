@@ -27,11 +27,13 @@ def _trained_narrow(width: int = 8, depth: int = 3) -> UNet:
 
 
 @pytest.mark.parametrize("mode", ["eval", "train"])
-def test_widened_unet_computes_the_narrow_ones_logits(mode):
-    # GIVEN a trained width-8 U-Net and a fresh width-12 one of the same depth
+@pytest.mark.parametrize("grown", [{"width": 12}, {"width": 8, "attention": 2}, {"width": 12, "attention": 1}],
+                         ids=["wider", "attention blocks", "both"])
+def test_grown_unet_computes_the_narrow_ones_logits(mode, grown):
+    # GIVEN a trained width-8 U-Net and a fresh one of the same depth: wider, with self-attention blocks, or both
     narrow = _trained_narrow()
-    wide = UNet(12, 3)
-    # WHEN the wide one takes the narrow one's weights, widened
+    wide = UNet(depth=3, **grown)
+    # WHEN the grown one takes the narrow one's weights, widened (new blocks' output projections are zero)
     load_widened(wide, narrow.state_dict())
     # THEN both give the same logits (batch norm by running statistics, or by the batch's: per channel either way)
     getattr(narrow, mode)()
@@ -97,22 +99,6 @@ def test_unshuffle_refuses_a_network_of_other_width():
         unshuffle_unet_state(_trained_narrow(8).state_dict(), UNet(12, 3, unshuffle=2))
 
 
-@pytest.mark.parametrize("mode", ["eval", "train"])
-def test_unet_with_attention_starts_as_the_checkpoint_without_it(mode):
-    # GIVEN a trained U-Net and a fresh one of its width and depth with blocks after the two deepest levels
-    plain = _trained_narrow()
-    grown = UNet(8, 3, attention=2)
-    # WHEN the grown one takes the plain one's weights
-    load_widened(grown, plain.state_dict())
-    getattr(plain, mode)()
-    getattr(grown, mode)()
-    x = torch.randn(3, 3, 32, 32)
-    # THEN both give the same logits: the new blocks' output projections are zero
-    with torch.no_grad():
-        torch.testing.assert_close(grown(x), plain(x), atol=1e-5, rtol=1e-5)
-    assert len(grown.context) == 2 and grown.context[0].attend.embed_dim == 64  # the bottleneck's 8 * 2 ** 3 channels
-
-
 def test_attention_blocks_learn_and_read_far_cells():
     torch.manual_seed(0)
     block = GlobalContext(16)
@@ -139,6 +125,7 @@ def test_blocks_are_copied_as_they_are_and_never_widened():
     grown = UNet(8, 3, attention=2)
     load_widened(grown, with_blocks.state_dict())
     torch.testing.assert_close(grown.context[0].attend.in_proj_weight, with_blocks.context[0].attend.in_proj_weight)
+    assert grown.context[0].attend.embed_dim == 64 and grown.context[1].attend.embed_dim == 32  # 8 * 2 ** 3, 2 ** 2
     assert grown.context[1].attend.out_proj.weight.abs().sum() == 0
     # a wider network cannot take a block's weights, nor a network with fewer blocks
     with pytest.raises(ValueError, match="self-attention block"):
