@@ -115,8 +115,9 @@ class DataConfig:
     included (1.0 with the kinds ``hole`` and ``specular`` left out: no grey negative, beside grey spheres)."""
     distractor_palette: float = 0.0
     """Share of the distractors' shapes in a colour of the background near them (within
-    :data:`synthetic.PALETTE_REACH_PX`; :func:`synthetic.add_distractors`' ``palette_share``): negatives in the texture's own colours. Not the near
-    blobs (``near_blob_prob``), whose surroundings hold the sphere. 0: the draws unchanged."""
+    :data:`synthetic.PALETTE_REACH_PX`; :func:`synthetic.add_distractors`' ``palette_share``): negatives in the
+    texture's own colours. Not the near blobs (``near_blob_prob``), whose surroundings hold the sphere. 0: the draws
+    unchanged."""
     distractor_min_px: float = 0.0
     """No distractor narrower than this, px (:func:`synthetic.add_distractors`' ``min_width_px``): flat negatives
     only where a flat disc and a shaded sphere differ, none of a far sphere's 2-6 px. 0: every size."""
